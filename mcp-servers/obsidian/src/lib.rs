@@ -1,0 +1,1 @@
+//! `obsidian-kb`: a read-only MCP server over an Obsidian vault.

@@ -1,0 +1,2 @@
+//! The `obsidian-kb` binary: serves one vault over MCP on stdio.
+fn main() {}

@@ -1,0 +1,58 @@
+//! The IO-free vocabulary every stage shares: what a tool is, what a call to it is, what came back.
+//!
+//! Nothing here knows about MCP, llama.cpp or prompts; those stages convert to and from these types.
+
+use serde_json::{Map, Value};
+
+/// A tool the model may call, as its server declared it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The name the model writes in a call (after any `server__` prefix was applied).
+    pub name: String,
+    /// What the tool does, shown to the model on the decision step.
+    pub description: String,
+    /// JSON Schema of the arguments: `{"type": "object", "properties": {..}, "required": [..]}`.
+    /// Property order is the declared order (serde_json `preserve_order`), which maps positional
+    /// arguments.
+    pub input_schema: Value,
+}
+
+impl ToolSpec {
+    /// The declared parameters in order, with their schemas.
+    pub fn parameters(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|props| props.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+
+    /// Names of the parameters the schema marks as required.
+    pub fn required(&self) -> Vec<&str> {
+        self.input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One call the model asked for: a tool name and its keyword arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The tool's name exactly as the model wrote it.
+    pub name: String,
+    /// Arguments by parameter name, in the order written.
+    pub arguments: Map<String, Value>,
+}
+
+/// What one call produced: text for the model, plus structured data when the server gave any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The text shown to the model in the `ipython` message.
+    pub text: String,
+    /// The server's `structuredContent`, if any.
+    pub structured: Option<Value>,
+    /// True when the call failed (the text then says why, for the model to read and fix).
+    pub is_error: bool,
+}
