@@ -1,0 +1,607 @@
+//! Renders a conversation into the exact prompt text the model reads, from the minijinja templates
+//! in `prompts/` (embedded at compile time, so the binary needs no files at run time).
+//!
+//! Two renders per turn: the **decision** prompt carries the function-calling instructions and the
+//! tool schemas; the **answer** prompt carries the same conversation (calls and their results
+//! included) without them. Llama 3.x models use Meta's documented layout (`prompts/llama3/`); any
+//! other model uses the chat template embedded in its GGUF, or ChatML when it has none.
+//!
+//! **Architecture invariant:** only this file imports `minijinja`; special tokens live in the
+//! templates, not in Rust strings.
+
+use std::sync::LazyLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind, Value as JinjaValue};
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::tool::ToolSpec;
+
+/// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
+pub const TEMPLATES: [(&str, &str); 4] = [
+    (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
+    (CHATML, include_str!("../prompts/chatml.j2")),
+    (
+        TOOL_INSTRUCTIONS,
+        include_str!("../prompts/tools/pythonic.j2"),
+    ),
+    (
+        TOOL_RESULT_AS_USER,
+        include_str!("../prompts/tools/result_as_user.j2"),
+    ),
+];
+const LLAMA3_CHAT: &str = "llama3/chat.j2";
+const CHATML: &str = "chatml.j2";
+const TOOL_INSTRUCTIONS: &str = "tools/pythonic.j2";
+const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
+/// Name under which a GGUF's own chat template is registered.
+const EMBEDDED: &str = "embedded";
+
+/// Who speaks a message. `Ipython` is Llama 3's role for tool results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The person asking.
+    User,
+    /// The model (plain answers and call lists alike, as generated).
+    Assistant,
+    /// A tool's result, fed back to the model.
+    Ipython,
+}
+
+impl Role {
+    /// The role name as Llama 3 writes it in a header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Ipython => "ipython",
+        }
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// The text. For an assistant call, exactly what the model generated (e.g.
+    /// `<|python_tag|>[f(a=1)]`, without the end-of-turn token), so the KV cache prefix matches.
+    pub content: String,
+}
+
+impl Message {
+    /// A message with `role` and `content`.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+        }
+    }
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+    /// A tool result message.
+    pub fn ipython(content: impl Into<String>) -> Self {
+        Self::new(Role::Ipython, content)
+    }
+}
+
+/// Which prompt layout a model gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatFamily {
+    /// Llama 3.x: Meta's headers and pythonic tool calls, from `prompts/llama3/`.
+    Llama3,
+    /// Any other model: the Jinja chat template stored in its GGUF.
+    Embedded,
+    /// A model with no chat template at all: ChatML (what llama.cpp assumes too).
+    ChatMl,
+}
+
+impl ChatFamily {
+    /// Llama 3 when the GGUF's template uses `<|start_header_id|>`; the embedded template for any
+    /// other template; ChatML when there is none.
+    pub fn detect(embedded_template: Option<&str>) -> ChatFamily {
+        match embedded_template {
+            Some(t) if t.contains("<|start_header_id|>") => ChatFamily::Llama3,
+            Some(t) if !t.trim().is_empty() => ChatFamily::Embedded,
+            _ => ChatFamily::ChatMl,
+        }
+    }
+
+    /// A short name for `--verbose`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChatFamily::Llama3 => "llama3 (prompts/llama3)",
+            ChatFamily::Embedded => "embedded GGUF chat template",
+            ChatFamily::ChatMl => "chatml (built-in fallback)",
+        }
+    }
+}
+
+/// A rendered prompt.
+///
+/// Tokenize `text` with `parse_special = true` (the special tokens are written as text) and
+/// `add_special = !contains_bos`: Llama 3 prompts already start with `<|begin_of_text|>` and Llama 3
+/// GGUFs set `add_bos_token`, so adding specials again would double the BOS.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The text the model reads, ending with the header that asks the assistant to speak.
+    pub text: String,
+    /// The layout used.
+    pub family: ChatFamily,
+    /// True when `text` starts with the model's BOS token (always for Llama 3).
+    pub contains_bos: bool,
+}
+
+/// What went wrong rendering a prompt (a template bug, or a GGUF template that refuses the
+/// conversation, e.g. via `raise_exception`).
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// A template failed to compile or render.
+    #[error("prompt template `{template}` failed: {message}")]
+    Template {
+        /// Template name (`embedded` for the GGUF's own).
+        template: String,
+        /// minijinja's description, with the line where it happened.
+        message: String,
+    },
+}
+
+fn template_error(template: &str, err: &JinjaError) -> PromptError {
+    let mut message = err.to_string();
+    if let Some(line) = err.line() {
+        message.push_str(&format!(" (line {line})"));
+    }
+    PromptError::Template {
+        template: template.to_string(),
+        message,
+    }
+}
+
+/// Renders conversations for one model. Build once per model; rendering is cheap.
+#[derive(Debug)]
+pub struct ChatTemplate {
+    family: ChatFamily,
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+    /// The role a tool result gets in the embedded template (`tool`, or `user` with a prefix).
+    tool_role: ToolRole,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolRole {
+    Ipython,
+    Tool,
+    UserWithPrefix,
+}
+
+impl ChatTemplate {
+    /// The Llama 3.x layout.
+    pub fn llama3() -> Self {
+        Self::build(ChatFamily::Llama3, None, "<|begin_of_text|>", "<|eot_id|>")
+            .expect("built-in templates compile")
+    }
+
+    /// Picks the family from a GGUF's `tokenizer.chat_template` (see [`ChatFamily::detect`]) and
+    /// compiles that template when it is the one to use. `bos_token`/`eos_token` are the model's
+    /// token strings, which HF templates print themselves.
+    pub fn new(
+        embedded_template: Option<&str>,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Result<Self, PromptError> {
+        let family = ChatFamily::detect(embedded_template);
+        Self::build(family, embedded_template, bos_token, eos_token)
+    }
+
+    fn build(
+        family: ChatFamily,
+        embedded: Option<&str>,
+        bos: &str,
+        eos: &str,
+    ) -> Result<Self, PromptError> {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_keep_trailing_newline(false);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_filter("tojson", tojson);
+        env.set_unknown_method_callback(python_methods);
+        for (name, source) in TEMPLATES {
+            env.add_template(name, source)
+                .map_err(|e| template_error(name, &e))?;
+        }
+        let mut tool_role = ToolRole::Ipython;
+        if family != ChatFamily::Llama3 {
+            let source = match (family, embedded) {
+                (ChatFamily::Embedded, Some(source)) => source,
+                _ => TEMPLATES[1].1,
+            };
+            env.add_template_owned(EMBEDDED, source.to_string())
+                .map_err(|e| template_error(EMBEDDED, &e))?;
+            tool_role = if source.contains("'tool'") || source.contains("\"tool\"") {
+                ToolRole::Tool
+            } else {
+                ToolRole::UserWithPrefix
+            };
+        }
+        Ok(ChatTemplate {
+            family,
+            env,
+            bos_token: bos.to_string(),
+            eos_token: eos.to_string(),
+            tool_role,
+        })
+    }
+
+    /// The layout this model gets.
+    pub fn family(&self) -> ChatFamily {
+        self.family
+    }
+
+    /// The tool-decision prompt: the conversation with a system message that carries the calling
+    /// instructions and `tools` as JSON (a system message already in `conversation` is appended
+    /// after them). With no tools this is the [`answer`](Self::answer) prompt.
+    pub fn decision(
+        &self,
+        conversation: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Prompt, PromptError> {
+        if tools.is_empty() {
+            return self.answer(conversation);
+        }
+        let (system, rest) = match conversation.split_first() {
+            Some((first, rest)) if first.role == Role::System => {
+                (Some(first.content.as_str()), rest)
+            }
+            _ => (None, conversation),
+        };
+        let instructions = self.render(
+            TOOL_INSTRUCTIONS,
+            json!({"tools_json": tools_json(tools), "system": system.map(neutralize_specials)}),
+        )?;
+        let mut messages = vec![Message::system(instructions)];
+        messages.extend(rest.iter().map(|m| Message::new(m.role, neutralize(m))));
+        self.chat(&messages)
+    }
+
+    /// The answer prompt: the conversation as is (calls and results included), no tool schemas.
+    pub fn answer(&self, conversation: &[Message]) -> Result<Prompt, PromptError> {
+        let messages: Vec<Message> = conversation
+            .iter()
+            .map(|m| Message::new(m.role, neutralize(m)))
+            .collect();
+        self.chat(&messages)
+    }
+
+    fn chat(&self, messages: &[Message]) -> Result<Prompt, PromptError> {
+        let (name, messages) = match self.family {
+            ChatFamily::Llama3 => (
+                LLAMA3_CHAT,
+                messages
+                    .iter()
+                    .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+                    .collect(),
+            ),
+            _ => (EMBEDDED, self.embedded_messages(messages)?),
+        };
+        let text = self.render(
+            name,
+            json!({
+                "messages": messages,
+                "add_generation_prompt": true,
+                "bos_token": self.bos_token,
+                "eos_token": self.eos_token,
+            }),
+        )?;
+        let contains_bos = !self.bos_token.is_empty() && text.starts_with(&self.bos_token);
+        Ok(Prompt {
+            text,
+            family: self.family,
+            contains_bos,
+        })
+    }
+
+    /// Messages as a foreign template expects them: tool results under a role it knows.
+    fn embedded_messages(&self, messages: &[Message]) -> Result<Vec<Value>, PromptError> {
+        messages
+            .iter()
+            .map(|m| {
+                let (role, content) = match (m.role, self.tool_role) {
+                    (Role::Ipython, ToolRole::Tool) => ("tool", m.content.clone()),
+                    (Role::Ipython, ToolRole::UserWithPrefix) => (
+                        "user",
+                        self.render(TOOL_RESULT_AS_USER, json!({"content": m.content}))?,
+                    ),
+                    (role, _) => (role.as_str(), m.content.clone()),
+                };
+                Ok(json!({"role": role, "content": content}))
+            })
+            .collect()
+    }
+
+    fn render(&self, name: &str, ctx: Value) -> Result<String, PromptError> {
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| template_error(name, &e))?;
+        template
+            .render(JinjaValue::from_serialize(&ctx))
+            .map_err(|e| template_error(name, &e))
+    }
+}
+
+/// Special-token look-alikes (`<|eot_id|>`, `<|im_end|>`) in text the model did not write would be
+/// parsed as real special tokens (prompts are tokenized with `parse_special`), letting a note end
+/// the turn or forge a header. A word joiner after `<` keeps them plain text.
+static SPECIAL_LOOKALIKE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<(\|[A-Za-z0-9_]+\|>)").expect("valid regex"));
+
+fn neutralize_specials(text: &str) -> String {
+    SPECIAL_LOOKALIKE
+        .replace_all(text, "<\u{2060}$1")
+        .into_owned()
+}
+
+/// Assistant text is the model's own output (`<|python_tag|>` included) and stays as generated.
+fn neutralize(message: &Message) -> String {
+    match message.role {
+        Role::Assistant => message.content.clone(),
+        _ => neutralize_specials(&message.content),
+    }
+}
+
+/// The tool list in Meta's layout (`name`, `description`, `parameters: {type: "dict", required,
+/// properties}`; each property keeps type/description/enum/items/default), pretty-printed with the
+/// 4-space indent of Meta's examples.
+pub fn tools_json(tools: &[ToolSpec]) -> String {
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let mut properties = Map::new();
+            for (name, schema) in tool.parameters() {
+                let mut property = Map::new();
+                for key in ["type", "description", "enum", "items", "default"] {
+                    if let Some(value) = schema.get(key) {
+                        property.insert(key.to_string(), value.clone());
+                    }
+                }
+                properties.insert(name.to_string(), Value::Object(property));
+            }
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": {"type": "dict", "required": tool.required(), "properties": properties},
+            })
+        })
+        .collect();
+    pretty_json(&Value::Array(list), b"    ")
+}
+
+fn pretty_json(value: &Value, indent: &[u8]) -> String {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut out,
+        serde_json::ser::PrettyFormatter::with_indent(indent),
+    );
+    value
+        .serialize(&mut ser)
+        .expect("a JSON value always serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// HF templates call `raise_exception("...")` to refuse a conversation.
+fn raise_exception(message: String) -> Result<JinjaValue, JinjaError> {
+    Err(JinjaError::new(ErrorKind::InvalidOperation, message))
+}
+
+/// HF's `tojson`: plain JSON (no HTML escaping), keys in order, optional `indent`.
+fn tojson(value: JinjaValue, kwargs: minijinja::value::Kwargs) -> Result<JinjaValue, JinjaError> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    kwargs.assert_all_used()?;
+    let json = serde_json::to_value(&value)
+        .map_err(|e| JinjaError::new(ErrorKind::InvalidOperation, e.to_string()))?;
+    let text = match indent {
+        Some(n) => pretty_json(&json, " ".repeat(n).as_bytes()),
+        None => serde_json::to_string(&json).unwrap_or_default(),
+    };
+    Ok(JinjaValue::from_safe_string(text))
+}
+
+/// HF's `strftime_now(format)` (UTC), for the directives chat templates use.
+fn strftime_now(format: String) -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    strftime(secs, &format)
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+];
+
+/// Formats Unix time `secs` (UTC) with `%d %m %Y %y %b %B %a %A %H %M %S %j %%`; other directives
+/// are kept as written.
+fn strftime(secs: u64, format: &str) -> String {
+    let days = secs / 86_400;
+    let (year, month, day) = civil_from_days(days as i64);
+    let (h, m, s) = (secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str(&format!("{day:02}")),
+            Some('m') => out.push_str(&format!("{month:02}")),
+            Some('Y') => out.push_str(&year.to_string()),
+            Some('y') => out.push_str(&format!("{:02}", year % 100)),
+            Some('b') => out.push_str(&MONTHS[month as usize - 1][..3]),
+            Some('B') => out.push_str(MONTHS[month as usize - 1]),
+            Some('a') => out.push_str(&DAYS[(days % 7) as usize][..3]),
+            Some('A') => out.push_str(DAYS[(days % 7) as usize]),
+            Some('H') => out.push_str(&format!("{h:02}")),
+            Some('M') => out.push_str(&format!("{m:02}")),
+            Some('S') => out.push_str(&format!("{s:02}")),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Days since 1970-01-01 → (year, month 1-12, day 1-31); Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The Python string/dict methods HF chat templates call (`.strip()`, `.startswith()`, `.items()`,
+/// …), which Jinja2 inherits from Python and minijinja does not have.
+fn python_methods(
+    _state: &minijinja::State,
+    value: &JinjaValue,
+    method: &str,
+    args: &[JinjaValue],
+) -> Result<JinjaValue, JinjaError> {
+    let arg = |i: usize| args.get(i).and_then(|a| a.as_str()).map(str::to_string);
+    if let Some(s) = value.as_str() {
+        let chars = arg(0);
+        let set = |c: char| {
+            chars
+                .as_deref()
+                .map_or(c.is_whitespace(), |cs| cs.contains(c))
+        };
+        return Ok(match method {
+            "strip" => JinjaValue::from(s.trim_matches(set)),
+            "lstrip" => JinjaValue::from(s.trim_start_matches(set)),
+            "rstrip" => JinjaValue::from(s.trim_end_matches(set)),
+            "upper" => JinjaValue::from(s.to_uppercase()),
+            "lower" => JinjaValue::from(s.to_lowercase()),
+            "startswith" => JinjaValue::from(arg(0).is_some_and(|p| s.starts_with(p.as_str()))),
+            "endswith" => JinjaValue::from(arg(0).is_some_and(|p| s.ends_with(p.as_str()))),
+            "replace" => JinjaValue::from(
+                s.replace(&arg(0).unwrap_or_default(), &arg(1).unwrap_or_default()),
+            ),
+            "split" => {
+                let parts: Vec<JinjaValue> = match arg(0) {
+                    Some(sep) => s.split(sep.as_str()).map(JinjaValue::from).collect(),
+                    None => s.split_whitespace().map(JinjaValue::from).collect(),
+                };
+                JinjaValue::from(parts)
+            }
+            _ => {
+                return Err(JinjaError::new(
+                    ErrorKind::UnknownMethod,
+                    format!("string has no method `{method}`"),
+                ));
+            }
+        });
+    }
+    if value.kind() == minijinja::value::ValueKind::Map {
+        return match method {
+            "items" => Ok(JinjaValue::from(
+                value
+                    .try_iter()?
+                    .map(|k| Ok(JinjaValue::from(vec![k.clone(), value.get_item(&k)?])))
+                    .collect::<Result<Vec<_>, JinjaError>>()?,
+            )),
+            "keys" => Ok(JinjaValue::from(value.try_iter()?.collect::<Vec<_>>())),
+            "values" => Ok(JinjaValue::from(
+                value
+                    .try_iter()?
+                    .map(|k| value.get_item(&k))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )),
+            "get" => {
+                let found = value.get_item(args.first().unwrap_or(&JinjaValue::UNDEFINED))?;
+                Ok(if found.is_undefined() {
+                    args.get(1).cloned().unwrap_or(JinjaValue::from(()))
+                } else {
+                    found
+                })
+            }
+            _ => Err(JinjaError::new(
+                ErrorKind::UnknownMethod,
+                format!("dict has no method `{method}`"),
+            )),
+        };
+    }
+    Err(JinjaError::new(
+        ErrorKind::UnknownMethod,
+        format!("no method `{method}`"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strftime_formats_known_dates() {
+        // 2024-09-24 12:34:56 UTC, a Tuesday.
+        assert_eq!(strftime(1_727_181_296, "%d %B %Y"), "24 September 2024");
+        assert_eq!(
+            strftime(1_727_181_296, "%a %d %b %y %H:%M:%S %%"),
+            "Tue 24 Sep 24 12:34:56 %"
+        );
+        assert_eq!(strftime(951_782_400, "%Y-%m-%d %A"), "2000-02-29 Tuesday");
+    }
+
+    #[test]
+    fn special_lookalikes_are_neutralized() {
+        let text = neutralize_specials("a <|eot_id|> b <|im_end|> c <| not |>");
+        assert!(!text.contains("<|eot_id|>") && !text.contains("<|im_end|>"));
+        assert!(text.contains("<| not |>"));
+    }
+}
