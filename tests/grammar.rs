@@ -1,0 +1,385 @@
+//! Tests the generated GBNF: its text obeys llama.cpp's rules (names, definitions), and a small
+//! GBNF interpreter here accepts exactly the call lists it should; every accepted list also parses
+//! and passes `check_call`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use recall::grammar::ToolGrammar;
+use recall::parse::{Reply, check_call, parse_reply};
+use recall::tool::ToolSpec;
+use regex::Regex;
+use serde_json::json;
+
+fn tools() -> Vec<ToolSpec> {
+    let spec = |name: &str, schema: serde_json::Value| ToolSpec {
+        name: name.into(),
+        description: format!("{name} tool"),
+        input_schema: schema,
+    };
+    vec![
+        spec(
+            "get_weather",
+            json!({"type": "object", "properties": {
+                "city": {"type": "string"},
+                "metric": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+            }, "required": ["city"]}),
+        ),
+        spec(
+            "search_notes",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "fuzzy": {"type": "boolean"},
+                "score": {"type": ["number", "null"]}
+            }, "required": ["query"]}),
+        ),
+        spec("list_tags", json!({"type": "object", "properties": {}})),
+        spec(
+            "vault.read-note",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+        spec(
+            "any_args",
+            json!({"type": "object", "properties": {"x": {}, "o": {"type": "object"}}}),
+        ),
+    ]
+}
+
+#[test]
+fn no_tools_no_grammar() {
+    assert_eq!(ToolGrammar::new(&[]), None);
+}
+
+#[test]
+fn rule_names_are_valid_and_every_reference_is_defined() {
+    let g = ToolGrammar::new(&tools()).unwrap();
+    let rules = parse_gbnf(&g.gbnf);
+    let name_ok = Regex::new(r"^[A-Za-z0-9-]+$").unwrap();
+    for name in rules.keys() {
+        assert!(name_ok.is_match(name), "bad rule name {name:?}");
+    }
+    assert!(rules.contains_key(g.root));
+    fn refs(e: &Expr, out: &mut Vec<String>) {
+        match e {
+            Expr::Rule(n) => out.push(n.clone()),
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|e| refs(e, out)),
+            Expr::Repeat(e, _, _) => refs(e, out),
+            Expr::Lit(_) | Expr::Class(..) => {}
+        }
+    }
+    let mut all = Vec::new();
+    rules.values().for_each(|e| refs(e, &mut all));
+    for name in all {
+        assert!(
+            rules.contains_key(&name),
+            "undefined rule {name}\n{}",
+            g.gbnf
+        );
+    }
+    assert!(
+        g.gbnf.contains(r#"tool-get-weather ::= "get_weather(""#),
+        "{}",
+        g.gbnf
+    );
+    assert!(
+        g.gbnf.contains(r#""\"celsius\"" | "'celsius'""#),
+        "{}",
+        g.gbnf
+    );
+}
+
+#[test]
+fn grammar_admits_exactly_the_valid_calls() {
+    let tools = tools();
+    let g = ToolGrammar::new(&tools).unwrap();
+    let rules = parse_gbnf(&g.gbnf);
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule(g.root.into()), &chars, 0).contains(&chars.len())
+    };
+    let good = [
+        r#"[get_weather(city="Paris")]"#,
+        r#"<|python_tag|>[get_weather(city='San Francisco', metric='celsius'), get_weather(city="Seattle", metric="fahrenheit")]"#,
+        r#"[search_notes(query="x", limit=5, tags=["a", 'b'], fuzzy=True, score=-1.5e3)]"#,
+        r#"[search_notes(query="x",fuzzy=False)]"#,
+        r#"[search_notes(query="x", score=None)]"#,
+        r#"[search_notes(query="x", tags=[])]"#,
+        r#"[list_tags()]"#,
+        r#"[list_tags(), vault.read-note(path="a \"b\" \\ \u00e9 日本")]"#,
+        r#"[any_args(x={"k": [1, None, 'v']}, o={})]"#,
+        r#"[any_args()]"#,
+        r#"[any_args(o={'a': True})]"#,
+    ];
+    for text in good {
+        assert!(accepts(text), "should accept {text}");
+        let Reply::Calls(calls) = parse_reply(text, &tools) else {
+            panic!("{text} does not parse")
+        };
+        for call in &calls {
+            assert_eq!(check_call(call, &tools), Ok(()), "{text}");
+        }
+    }
+    let bad = [
+        "Hello",
+        "[]",
+        "[get_weather()]",
+        r#"[get_weather(metric="celsius")]"#,
+        r#"[get_weather(city="x", metric="kelvin")]"#,
+        r#"[get_weather(city=Paris)]"#,
+        r#"[get_weather(city="x", town="y")]"#,
+        r#"[nope()]"#,
+        r#"[search_notes(query="x", limit="5")]"#,
+        r#"[search_notes(query="x", limit=1.5)]"#,
+        r#"[search_notes(query="x", tags=[1])]"#,
+        r#"[search_notes(query="x", fuzzy=true)]"#,
+        r#"[search_notes(query="x",)]"#,
+        r#"[search_notes(limit=5, query="x")]"#,
+        r#"[search_notes(query="x", fuzzy=True, limit=5)]"#,
+        r#"[list_tags()] trailing"#,
+        r#"[list_tags(x=1)]"#,
+        r#"[get_weather(city="x
+y")]"#,
+    ];
+    for text in bad {
+        assert!(!accepts(text), "should reject {text}");
+    }
+}
+
+#[test]
+fn triggers_fire_only_when_the_reply_starts_a_call() {
+    let g = ToolGrammar::new(&tools()).unwrap();
+    assert_eq!(g.root, "root");
+    assert_eq!(g.trigger_words, ["<|python_tag|>"]);
+    let pattern = Regex::new(&g.trigger_patterns[0]).unwrap();
+    for (text, start) in [
+        ("[", Some(0)),
+        ("  [get", Some(2)),
+        ("<|python_tag|>", Some(0)),
+        ("\n<|python_tag|>[x", Some(1)),
+    ] {
+        let got = pattern.captures(text).map(|c| c.get(1).unwrap().start());
+        assert_eq!(got, start, "{text:?}");
+    }
+    for text in ["Hello", "Hello [x(", "The list [1] <|python_tag|>"] {
+        assert!(!pattern.is_match(text), "{text:?} should not trigger");
+    }
+}
+
+// --- A small GBNF interpreter: enough of llama.cpp's syntax for what grammar.rs writes.
+
+#[derive(Debug, Clone)]
+enum Expr {
+    Lit(Vec<char>),
+    /// Negated?, ranges.
+    Class(bool, Vec<(char, char)>),
+    Rule(String),
+    Seq(Vec<Expr>),
+    Alt(Vec<Expr>),
+    Repeat(Box<Expr>, usize, Option<usize>),
+}
+
+fn parse_gbnf(text: &str) -> HashMap<String, Expr> {
+    let mut rules = HashMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (name, body) = line
+            .split_once(" ::= ")
+            .unwrap_or_else(|| panic!("not a rule: {line}"));
+        let chars: Vec<char> = body.chars().collect();
+        let mut pos = 0;
+        let expr = parse_alt(&chars, &mut pos);
+        assert_eq!(pos, chars.len(), "trailing text in rule {name}: {body}");
+        assert!(
+            rules.insert(name.to_string(), expr).is_none(),
+            "rule {name} defined twice"
+        );
+    }
+    rules
+}
+
+fn skip_ws(s: &[char], pos: &mut usize) {
+    while *pos < s.len() && s[*pos] == ' ' {
+        *pos += 1;
+    }
+}
+
+fn parse_alt(s: &[char], pos: &mut usize) -> Expr {
+    let mut alts = vec![parse_seq(s, pos)];
+    while *pos < s.len() && s[*pos] == '|' {
+        *pos += 1;
+        alts.push(parse_seq(s, pos));
+    }
+    if alts.len() == 1 {
+        alts.pop().unwrap()
+    } else {
+        Expr::Alt(alts)
+    }
+}
+
+fn parse_seq(s: &[char], pos: &mut usize) -> Expr {
+    let mut items = Vec::new();
+    loop {
+        skip_ws(s, pos);
+        if *pos >= s.len() || s[*pos] == '|' || s[*pos] == ')' {
+            break;
+        }
+        let atom = match s[*pos] {
+            '"' => {
+                *pos += 1;
+                let mut lit = Vec::new();
+                while s[*pos] != '"' {
+                    lit.push(escaped(s, pos));
+                }
+                *pos += 1;
+                Expr::Lit(lit)
+            }
+            '[' => {
+                *pos += 1;
+                let negated = s[*pos] == '^';
+                if negated {
+                    *pos += 1;
+                }
+                let mut ranges = Vec::new();
+                while s[*pos] != ']' {
+                    let lo = escaped(s, pos);
+                    let hi = if s[*pos] == '-' && s[*pos + 1] != ']' {
+                        *pos += 1;
+                        escaped(s, pos)
+                    } else {
+                        lo
+                    };
+                    ranges.push((lo, hi));
+                }
+                *pos += 1;
+                Expr::Class(negated, ranges)
+            }
+            '(' => {
+                *pos += 1;
+                let inner = parse_alt(s, pos);
+                skip_ws(s, pos);
+                assert_eq!(s[*pos], ')');
+                *pos += 1;
+                inner
+            }
+            _ => {
+                let start = *pos;
+                while *pos < s.len() && (s[*pos].is_ascii_alphanumeric() || s[*pos] == '-') {
+                    *pos += 1;
+                }
+                assert!(
+                    *pos > start,
+                    "unexpected {:?} in {}",
+                    s[*pos],
+                    s.iter().collect::<String>()
+                );
+                Expr::Rule(s[start..*pos].iter().collect())
+            }
+        };
+        let item = match s.get(*pos) {
+            Some('?') => Expr::Repeat(Box::new(atom), 0, Some(1)),
+            Some('*') => Expr::Repeat(Box::new(atom), 0, None),
+            Some('+') => Expr::Repeat(Box::new(atom), 1, None),
+            Some('{') => {
+                let end = s[*pos..].iter().position(|c| *c == '}').unwrap() + *pos;
+                let spec: String = s[*pos + 1..end].iter().collect();
+                let (lo, hi) = match spec.split_once(',') {
+                    Some((lo, "")) => (lo.parse().unwrap(), None),
+                    Some((lo, hi)) => (lo.parse().unwrap(), Some(hi.parse().unwrap())),
+                    None => (spec.parse().unwrap(), Some(spec.parse().unwrap())),
+                };
+                *pos = end;
+                Expr::Repeat(Box::new(atom), lo, hi)
+            }
+            _ => {
+                items.push(atom);
+                continue;
+            }
+        };
+        *pos += 1;
+        items.push(item);
+    }
+    if items.len() == 1 {
+        items.pop().unwrap()
+    } else {
+        Expr::Seq(items)
+    }
+}
+
+fn escaped(s: &[char], pos: &mut usize) -> char {
+    let c = s[*pos];
+    *pos += 1;
+    if c != '\\' {
+        return c;
+    }
+    let e = s[*pos];
+    *pos += 1;
+    match e {
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'x' | 'u' => {
+            let n = if e == 'x' { 2 } else { 4 };
+            let hex: String = s[*pos..*pos + n].iter().collect();
+            *pos += n;
+            char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap()
+        }
+        other => other,
+    }
+}
+
+/// Every position where `e` can end when started at `pos`.
+fn matches(rules: &HashMap<String, Expr>, e: &Expr, s: &[char], pos: usize) -> BTreeSet<usize> {
+    match e {
+        Expr::Lit(lit) => {
+            let end = pos + lit.len();
+            if end <= s.len() && s[pos..end] == lit[..] {
+                BTreeSet::from([end])
+            } else {
+                BTreeSet::new()
+            }
+        }
+        Expr::Class(negated, ranges) => match s.get(pos) {
+            Some(c) if ranges.iter().any(|(lo, hi)| lo <= c && c <= hi) != *negated => {
+                BTreeSet::from([pos + 1])
+            }
+            _ => BTreeSet::new(),
+        },
+        Expr::Rule(name) => matches(rules, &rules[name], s, pos),
+        Expr::Alt(alts) => alts
+            .iter()
+            .flat_map(|a| matches(rules, a, s, pos))
+            .collect(),
+        Expr::Seq(items) => items.iter().fold(BTreeSet::from([pos]), |ends, item| {
+            ends.into_iter()
+                .flat_map(|p| matches(rules, item, s, p))
+                .collect()
+        }),
+        Expr::Repeat(inner, lo, hi) => {
+            let mut out = BTreeSet::new();
+            let mut frontier = BTreeSet::from([pos]);
+            let mut count = 0;
+            loop {
+                if count >= *lo {
+                    out.extend(frontier.iter().copied());
+                }
+                if hi.is_some_and(|h| count >= h) || frontier.is_empty() {
+                    break;
+                }
+                let next: BTreeSet<usize> = frontier
+                    .iter()
+                    .flat_map(|p| matches(rules, inner, s, *p))
+                    .filter(|p| count < *lo || !out.contains(p))
+                    .collect();
+                if next.is_empty() || count > s.len() {
+                    break;
+                }
+                frontier = next;
+                count += 1;
+            }
+            out
+        }
+    }
+}
