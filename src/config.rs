@@ -1,0 +1,457 @@
+//! Which MCP servers to run: the Claude-Desktop-style config file (or the built-in default) resolved
+//! into [`ServerSpec`]s, with `${env:VAR}` substituted and unknown keys reported as warnings.
+//!
+//! Only reading and validation happen here; `mcp.rs` starts what this describes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+
+/// Per-call timeout when a server does not set `timeoutSecs`.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// Name of the server in the built-in default configuration.
+pub const VAULT_SERVER: &str = "vault";
+
+/// The hidden `recall` subcommand that serves the bundled vault server over stdio.
+pub const VAULT_SUBCOMMAND: &str = "mcp-vault-server";
+
+/// One MCP server to spawn over stdio, fully resolved (no `${env:..}` left).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The key under `mcpServers`; used for logs, status and `server__tool` prefixes.
+    pub name: String,
+    /// Program to run.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables for the child (added to the inherited environment).
+    pub env: BTreeMap<String, String>,
+    /// If set, only these tools are exposed.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Tools never exposed (applied after `allowed_tools`).
+    pub excluded_tools: Vec<String>,
+    /// True when the server's tools cannot change anything, so calls need no approval.
+    pub read_only: bool,
+    /// Limit for each call (starting the server gets at least `mcp::MIN_STARTUP_TIMEOUT`).
+    pub timeout: Duration,
+}
+
+impl ServerSpec {
+    /// A spec with the defaults a config entry gets: no env, all tools, not read-only, 30 s.
+    pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        ServerSpec {
+            name: name.into(),
+            command: command.into(),
+            args,
+            env: BTreeMap::new(),
+            allowed_tools: None,
+            excluded_tools: Vec::new(),
+            read_only: false,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+        }
+    }
+
+    /// Whether the allow/exclude lists let `tool` through.
+    pub fn allows(&self, tool: &str) -> bool {
+        let allowed = self
+            .allowed_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == tool));
+        allowed && !self.excluded_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// Where a [`ServersConfig`] came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// Read from this file.
+    File(PathBuf),
+    /// No file: the bundled vault server alone.
+    BuiltIn,
+}
+
+/// Something in a config file that was ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// The file it was found in.
+    pub path: PathBuf,
+    /// The server entry holding the key, or `None` at the top level.
+    pub server: Option<String>,
+    /// The ignored key.
+    pub key: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.server {
+            Some(server) => write!(
+                f,
+                "{}: ignoring unknown key \"{}\" in server \"{server}\"",
+                self.path.display(),
+                self.key
+            ),
+            None => write!(
+                f,
+                "{}: ignoring unknown top-level key \"{}\"",
+                self.path.display(),
+                self.key
+            ),
+        }
+    }
+}
+
+/// The servers to run, in file order, plus what was ignored while reading them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServersConfig {
+    /// The servers, in the order the file lists them.
+    pub servers: Vec<ServerSpec>,
+    /// Ignored keys (each was also logged with `tracing::warn!`).
+    pub warnings: Vec<ConfigWarning>,
+    /// The file read, or the built-in default.
+    pub source: ConfigSource,
+}
+
+/// Why no server configuration could be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists (or was named) but could not be read.
+    #[error("cannot read config {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not JSON, or JSON of the wrong shape; line and column are 1-based.
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What serde_json said.
+        message: String,
+    },
+    /// `${env:VAR}` named a variable that is not set.
+    #[error(
+        "{}: server \"{server}\" uses ${{env:{var}}}, but environment variable {var} is not set",
+        path.display()
+    )]
+    MissingEnvVar {
+        /// The file.
+        path: PathBuf,
+        /// The server entry using it.
+        server: String,
+        /// The variable's name.
+        var: String,
+    },
+    /// Well-formed JSON whose values make no sense (empty command, zero timeout, ...).
+    #[error("{}: server \"{server}\": {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The server entry.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No config file and no vault directory to run the built-in server on.
+    #[error(
+        "no MCP server configured: pass --vault DIR (or set RECALL_VAULT), or write a config file \
+         (--config FILE, or {})",
+        default_hint.display()
+    )]
+    NoVault {
+        /// Where a config file would have been looked for.
+        default_hint: PathBuf,
+    },
+    /// The vault directory for the built-in server does not exist.
+    #[error("vault directory {} does not exist or is not a directory", path.display())]
+    VaultNotFound {
+        /// The directory given.
+        path: PathBuf,
+    },
+    /// A path that must be passed as a UTF-8 argument is not UTF-8.
+    #[error("path {} is not valid UTF-8", path.display())]
+    NonUtf8Path {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The path of the running `recall` binary is unknown, so it cannot spawn itself.
+    #[error("cannot locate the recall executable to start the bundled vault server: {0}")]
+    CurrentExe(#[source] std::io::Error),
+}
+
+/// Resolves the servers to run: `explicit` file, else the user config file if it exists, else
+/// the bundled vault server on `vault`.
+pub fn load(explicit: Option<&Path>, vault: Option<&Path>) -> Result<ServersConfig, ConfigError> {
+    let default_file = default_config_path(
+        std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    );
+    let file = match explicit {
+        Some(path) => Some(path.to_path_buf()),
+        None => default_file.clone().filter(|p| p.is_file()),
+    };
+    match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            parse(&text, &path, &|var| std::env::var(var).ok())
+        }
+        None => match vault {
+            Some(vault) => builtin(vault),
+            None => Err(ConfigError::NoVault {
+                default_hint: default_file
+                    .unwrap_or_else(|| PathBuf::from("~/.config/recall/config.json")),
+            }),
+        },
+    }
+}
+
+/// `$XDG_CONFIG_HOME/recall/config.json`, else `$HOME/.config/recall/config.json`. An empty or
+/// relative `XDG_CONFIG_HOME` is ignored, as the XDG spec says.
+pub fn default_config_path(
+    xdg_config_home: Option<PathBuf>,
+    home: Option<PathBuf>,
+) -> Option<PathBuf> {
+    let base = xdg_config_home.filter(|p| p.is_absolute()).or_else(|| {
+        home.filter(|p| !p.as_os_str().is_empty())
+            .map(|h| h.join(".config"))
+    })?;
+    Some(base.join("recall").join("config.json"))
+}
+
+/// The built-in default: the bundled vault server, run as a child of this very binary.
+pub fn builtin(vault: &Path) -> Result<ServersConfig, ConfigError> {
+    if !vault.is_dir() {
+        return Err(ConfigError::VaultNotFound {
+            path: vault.to_path_buf(),
+        });
+    }
+    // Absolute, so the child does not depend on our working directory.
+    let vault = std::path::absolute(vault).map_err(|_| ConfigError::VaultNotFound {
+        path: vault.to_path_buf(),
+    })?;
+    let exe = std::env::current_exe().map_err(ConfigError::CurrentExe)?;
+    let utf8 = |p: &Path| {
+        p.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ConfigError::NonUtf8Path {
+                path: p.to_path_buf(),
+            })
+    };
+    let mut spec = ServerSpec::new(
+        VAULT_SERVER,
+        utf8(&exe)?,
+        vec![VAULT_SUBCOMMAND.into(), "--vault".into(), utf8(&vault)?],
+    );
+    spec.read_only = true;
+    Ok(ServersConfig {
+        servers: vec![spec],
+        warnings: Vec::new(),
+        source: ConfigSource::BuiltIn,
+    })
+}
+
+/// Parses config `text` read from `path` (used in messages only); `env` looks variables up.
+pub fn parse(
+    text: &str,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServersConfig, ConfigError> {
+    let parse_error = |e: serde_json::Error| ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    };
+    // Two passes: the untyped one finds unknown keys; the typed one (which ignores them) reports
+    // shape errors at their exact position, which `#[serde(flatten)]` would lose.
+    let value: Value = serde_json::from_str(text).map_err(parse_error)?;
+    let raw: RawFile = serde_json::from_str(text).map_err(parse_error)?;
+    let warnings = unknown_keys(&value, path);
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let servers = raw
+        .mcp_servers
+        .0
+        .into_iter()
+        .map(|(name, server)| resolve_server(name, server, path, env))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ServersConfig {
+        servers,
+        warnings,
+        source: ConfigSource::File(path.to_path_buf()),
+    })
+}
+
+const TOP_LEVEL_KEYS: &[&str] = &["mcpServers"];
+const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "allowedTools",
+    "excludedTools",
+    "readOnly",
+    "timeoutSecs",
+];
+
+/// Keys this reader does not know, in file order (serde_json keeps order here).
+fn unknown_keys(value: &Value, path: &Path) -> Vec<ConfigWarning> {
+    let warning = |server: Option<&str>, key: &str| ConfigWarning {
+        path: path.to_path_buf(),
+        server: server.map(str::to_owned),
+        key: key.to_owned(),
+    };
+    let mut warnings = Vec::new();
+    let Some(top) = value.as_object() else {
+        return warnings;
+    };
+    for key in top.keys().filter(|k| !TOP_LEVEL_KEYS.contains(&k.as_str())) {
+        warnings.push(warning(None, key));
+    }
+    let servers = top.get("mcpServers").and_then(Value::as_object);
+    for (name, server) in servers.into_iter().flatten() {
+        let keys = server.as_object().into_iter().flat_map(|o| o.keys());
+        for key in keys.filter(|k| !SERVER_KEYS.contains(&k.as_str())) {
+            warnings.push(warning(Some(name), key));
+        }
+    }
+    warnings
+}
+
+fn resolve_server(
+    name: String,
+    raw: RawServer,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerSpec, ConfigError> {
+    let invalid = |message: &str| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        server: name.clone(),
+        message: message.to_owned(),
+    };
+    if name.is_empty() {
+        return Err(invalid("server names must not be empty"));
+    }
+    let subst = |s: &str| {
+        substitute(s, env).map_err(|var| ConfigError::MissingEnvVar {
+            path: path.to_path_buf(),
+            server: name.clone(),
+            var,
+        })
+    };
+    let subst_all = |list: &[String]| list.iter().map(|s| subst(s)).collect::<Result<Vec<_>, _>>();
+
+    let command = subst(&raw.command)?;
+    if command.trim().is_empty() {
+        return Err(invalid("\"command\" is empty"));
+    }
+    let timeout_secs = raw.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    if timeout_secs == 0 {
+        return Err(invalid("\"timeoutSecs\" must be at least 1"));
+    }
+    let env_vars = raw
+        .env
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), subst(v)?)))
+        .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+    Ok(ServerSpec {
+        command,
+        args: subst_all(&raw.args)?,
+        env: env_vars,
+        allowed_tools: raw.allowed_tools.as_deref().map(subst_all).transpose()?,
+        excluded_tools: subst_all(&raw.excluded_tools)?,
+        read_only: raw.read_only,
+        timeout: Duration::from_secs(timeout_secs),
+        name,
+    })
+}
+
+/// Replaces every `${env:VAR}` in `s`; `Err(VAR)` names the first unset variable. Text that only
+/// looks like the start of a reference (no closing brace) is kept as is.
+pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    const OPEN: &str = "${env:";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find(OPEN) {
+        let after = &rest[start + OPEN.len()..];
+        let Some(end) = after.find('}') else { break };
+        let var = &after[..end];
+        out.push_str(&rest[..start]);
+        out.push_str(&env(var).ok_or_else(|| var.to_owned())?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// serde_json appends " at line L column C"; the error variant carries those separately.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: OrderedServers,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawServer {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    allowed_tools: Option<Vec<String>>,
+    #[serde(default)]
+    excluded_tools: Vec<String>,
+    #[serde(default)]
+    read_only: bool,
+    timeout_secs: Option<u64>,
+}
+
+/// `mcpServers` in file order (a map type would sort or need another dependency).
+struct OrderedServers(Vec<(String, RawServer)>);
+
+impl<'de> Deserialize<'de> for OrderedServers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OrderedServers;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object mapping server names to {\"command\": ..., \"args\": [...]}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OrderedServers, A::Error> {
+                let mut servers: Vec<(String, RawServer)> = Vec::new();
+                while let Some((name, server)) = map.next_entry::<String, RawServer>()? {
+                    if servers.iter().any(|(n, _)| *n == name) {
+                        return Err(de::Error::custom(format!(
+                            "duplicate server name \"{name}\""
+                        )));
+                    }
+                    servers.push((name, server));
+                }
+                Ok(OrderedServers(servers))
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}

@@ -1,0 +1,271 @@
+//! The MCP server config: Claude Desktop format, `${env:..}`, unknown keys, errors with positions,
+//! file resolution and the built-in default.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use recall::config::{
+    self, ConfigError, ConfigSource, DEFAULT_TIMEOUT_SECS, ServerSpec, VAULT_SERVER,
+};
+
+fn env(var: &str) -> Option<String> {
+    match var {
+        "HOME" => Some("/home/ada".into()),
+        "TOKEN" => Some("s3cret".into()),
+        _ => None,
+    }
+}
+
+fn parse(text: &str) -> Result<config::ServersConfig, ConfigError> {
+    config::parse(text, Path::new("/etc/recall.json"), &env)
+}
+
+#[test]
+fn claude_desktop_format_with_recall_extensions() {
+    let text = r#"{
+      "mcpServers": {
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
+        "files": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-filesystem", "${env:HOME}/notes"],
+          "env": {"API_TOKEN": "Bearer ${env:TOKEN}", "PLAIN": "x"},
+          "allowedTools": ["read_file", "list_directory"],
+          "excludedTools": ["list_directory"],
+          "readOnly": true,
+          "timeoutSecs": 5
+        }
+      }
+    }"#;
+    let cfg = parse(text).unwrap();
+    assert_eq!(cfg.source, ConfigSource::File("/etc/recall.json".into()));
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    // File order, not alphabetical.
+    let names: Vec<&str> = cfg.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["time", "files"]);
+
+    let time = &cfg.servers[0];
+    assert_eq!(
+        *time,
+        ServerSpec::new(
+            "time",
+            "mcp-server-time",
+            vec!["--local-timezone".into(), "UTC".into()]
+        )
+    );
+    assert!(
+        !time.read_only,
+        "third-party servers are not read-only by default"
+    );
+    assert_eq!(time.timeout, Duration::from_secs(DEFAULT_TIMEOUT_SECS));
+
+    let files = &cfg.servers[1];
+    assert_eq!(files.args[2], "/home/ada/notes");
+    assert_eq!(files.env["API_TOKEN"], "Bearer s3cret");
+    assert_eq!(files.env["PLAIN"], "x");
+    assert!(files.read_only);
+    assert_eq!(files.timeout, Duration::from_secs(5));
+    assert!(files.allows("read_file"));
+    assert!(
+        !files.allows("list_directory"),
+        "excluded wins over allowed"
+    );
+    assert!(!files.allows("write_file"), "not in allowedTools");
+    assert!(time.allows("anything"), "no lists: everything allowed");
+}
+
+#[test]
+fn env_substitution() {
+    let sub = |s: &str| config::substitute(s, &env);
+    assert_eq!(
+        sub("${env:HOME}/x/${env:TOKEN}").unwrap(),
+        "/home/ada/x/s3cret"
+    );
+    assert_eq!(
+        sub("no refs, $HOME, ${HOME}").unwrap(),
+        "no refs, $HOME, ${HOME}"
+    );
+    assert_eq!(
+        sub("unterminated ${env:HOME").unwrap(),
+        "unterminated ${env:HOME"
+    );
+    assert_eq!(sub("${env:NOPE}").unwrap_err(), "NOPE");
+}
+
+#[test]
+fn missing_env_var_names_it_and_the_server() {
+    let text =
+        r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"T": "${env:GITHUB_TOKEN}"}}}}"#;
+    let err = parse(text).unwrap_err();
+    match &err {
+        ConfigError::MissingEnvVar { path, server, var } => {
+            assert_eq!(path, Path::new("/etc/recall.json"));
+            assert_eq!(server, "gh");
+            assert_eq!(var, "GITHUB_TOKEN");
+        }
+        other => panic!("wrong error: {other:?}"),
+    }
+    assert!(err.to_string().contains("GITHUB_TOKEN is not set"), "{err}");
+}
+
+#[test]
+fn unknown_keys_are_warnings() {
+    let text = r#"{
+      "globalShortcut": "Ctrl+Space",
+      "mcpServers": {
+        "a": {"command": "a", "type": "stdio", "disabled": false}
+      }
+    }"#;
+    let cfg = parse(text).unwrap();
+    let found: Vec<(Option<&str>, &str)> = cfg
+        .warnings
+        .iter()
+        .map(|w| (w.server.as_deref(), w.key.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (None, "globalShortcut"),
+            (Some("a"), "type"),
+            (Some("a"), "disabled")
+        ]
+    );
+    assert_eq!(
+        cfg.warnings[1].to_string(),
+        "/etc/recall.json: ignoring unknown key \"type\" in server \"a\""
+    );
+    assert_eq!(cfg.servers.len(), 1);
+}
+
+#[test]
+fn malformed_json_names_file_line_and_column() {
+    let text = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}";
+    let err = parse(text).unwrap_err();
+    let ConfigError::Parse {
+        path, line, column, ..
+    } = &err
+    else {
+        panic!("wrong error: {err:?}")
+    };
+    assert_eq!(path, Path::new("/etc/recall.json"));
+    assert_eq!((*line, *column), (3, 26));
+    assert!(
+        err.to_string().starts_with("/etc/recall.json:3:26: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_shapes_are_errors_with_positions() {
+    let cases: &[(&str, usize, &str)] = &[
+        // (text, line, what the message mentions)
+        ("{\"mcpServers\": {\"a\": {\"args\": []}}}", 1, "command"),
+        (
+            "{\n\"mcpServers\": {\"a\": {\"command\": \"x\",\n \"args\": \"-v\"}}}",
+            3,
+            "sequence",
+        ),
+        (
+            "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"timeoutSecs\": -1}}}",
+            1,
+            "u64",
+        ),
+        ("{\"mcpServers\": []}", 1, "object mapping server names"),
+        ("{\"servers\": {}}", 1, "mcpServers"),
+        (
+            "{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"a\": {\"command\": \"y\"}}}",
+            1,
+            "duplicate server name",
+        ),
+        ("", 1, "EOF"),
+    ];
+    for (text, want_line, mention) in cases {
+        match parse(text) {
+            Err(ConfigError::Parse { line, message, .. }) => {
+                assert_eq!(line, *want_line, "{text}: {message}");
+                assert!(message.contains(mention), "{text}: {message}");
+            }
+            other => panic!("{text}: expected a parse error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn invalid_values_are_errors() {
+    for (text, mention) in [
+        (r#"{"mcpServers": {"a": {"command": ""}}}"#, "command"),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "timeoutSecs": 0}}}"#,
+            "timeoutSecs",
+        ),
+    ] {
+        match parse(text) {
+            Err(ConfigError::Invalid {
+                server, message, ..
+            }) => {
+                assert_eq!(server, "a");
+                assert!(message.contains(mention), "{message}");
+            }
+            other => panic!("{text}: expected Invalid, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn default_path_follows_xdg() {
+    let p = |xdg: Option<&str>, home: Option<&str>| {
+        config::default_config_path(xdg.map(PathBuf::from), home.map(PathBuf::from))
+    };
+    assert_eq!(
+        p(Some("/x/cfg"), Some("/home/ada")),
+        Some("/x/cfg/recall/config.json".into())
+    );
+    assert_eq!(
+        p(None, Some("/home/ada")),
+        Some("/home/ada/.config/recall/config.json".into())
+    );
+    // A relative XDG_CONFIG_HOME is invalid per the spec and ignored.
+    assert_eq!(
+        p(Some("rel"), Some("/home/ada")),
+        Some("/home/ada/.config/recall/config.json".into())
+    );
+    assert_eq!(p(None, None), None);
+}
+
+#[test]
+fn explicit_file_is_read_and_missing_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers.json");
+    std::fs::write(&file, r#"{"mcpServers": {"t": {"command": "true"}}}"#).unwrap();
+    let cfg = config::load(Some(&file), None).unwrap();
+    assert_eq!(cfg.servers[0].name, "t");
+    assert_eq!(cfg.source, ConfigSource::File(file.clone()));
+
+    let missing = dir.path().join("nope.json");
+    match config::load(Some(&missing), Some(dir.path())) {
+        Err(ConfigError::Read { path, .. }) => assert_eq!(path, missing),
+        other => panic!("expected Read error, got {other:?}"),
+    }
+}
+
+#[test]
+fn builtin_default_runs_this_binary_on_the_vault() {
+    let vault = tempfile::tempdir().unwrap();
+    let cfg = config::builtin(vault.path()).unwrap();
+    assert_eq!(cfg.source, ConfigSource::BuiltIn);
+    let [spec] = cfg.servers.as_slice() else {
+        panic!("one server expected: {cfg:?}")
+    };
+    assert_eq!(spec.name, VAULT_SERVER);
+    assert_eq!(
+        Path::new(&spec.command),
+        std::env::current_exe().unwrap().as_path()
+    );
+    assert_eq!(spec.args[..2], ["mcp-vault-server", "--vault"]);
+    assert_eq!(Path::new(&spec.args[2]), vault.path());
+    assert!(spec.read_only);
+
+    match config::builtin(&vault.path().join("absent")) {
+        Err(ConfigError::VaultNotFound { .. }) => {}
+        other => panic!("expected VaultNotFound, got {other:?}"),
+    }
+}
