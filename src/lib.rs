@@ -1,11 +1,87 @@
 //! Recall: a fully local agent for a private Obsidian vault.
 //!
-//! Data flows one way: question → [`prompt`] → [`engine`] (decode) → [`parse`] → route → MCP →
+//! Data flows one way: question → [`prompt`] → [`engine`] (decode) → [`parse`] → route → [`mcp`] →
 //! result → prompt. See `ARCHITECTURE.md` for the map.
 
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod grammar;
+pub mod mcp;
+pub mod parse;
+pub mod prompt;
 pub mod tool;
 
-/// Runs the command line; returns the process exit code.
-pub fn run() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Parses the command line, runs the command, prints any error once; returns the exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(
+        cli.global.verbose,
+        matches!(cli.command, Command::McpVaultServer { .. }),
+    );
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("recall: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    let global = cli.global;
+    match cli.command {
+        Command::Bench {
+            model,
+            n_prompt,
+            n_gen,
+            repetitions,
+        } => commands::bench(&global, &model, n_prompt, n_gen, repetitions),
+        Command::Models => commands::models(),
+        Command::McpVaultServer { vault } => commands::mcp_vault_server(vault),
+        Command::Ask { .. }
+        | Command::Tools { .. }
+        | Command::Call { .. }
+        | Command::Render { .. } => {
+            anyhow::bail!("not built yet")
+        }
+    }
+}
+
+/// Logs go to stderr; stdout carries answers (and, for the vault server, the MCP protocol).
+/// llama.cpp's own logs arrive through `tracing` at debug level, so they stay hidden unless
+/// `--verbose` or `RUST_LOG` asks for them.
+fn init_logging(verbose: bool, server: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if verbose {
+        "debug"
+    } else if server {
+        "info"
+    } else {
+        "warn"
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(!server && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .try_init();
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

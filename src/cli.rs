@@ -1,0 +1,155 @@
+//! The command line: raw flags and their validation, nothing else.
+//!
+//! **Architecture invariant:** the only module that imports `clap`. Everything after parsing
+//! works on the plain values here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Recall: ask questions of your Obsidian vault with a local Llama 3.2; nothing leaves the laptop.
+#[derive(Debug, Parser)]
+#[command(name = "recall", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Flags shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Flags shared by every command.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Print one JSON object for the run instead of streamed text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Show prompts, raw model output, tool calls and llama.cpp logs on stderr.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    /// Append a transcript of the run (prompts, outputs, calls) to FILE.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+}
+
+/// Flags that choose and run the model.
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// A .gguf path, hf:OWNER/REPO/FILE.gguf, or an alias (`recall models`).
+    #[arg(long, short, env = "RECALL_MODEL", default_value = "llama3.2-1b")]
+    pub model: String,
+    /// Use this model instead when `--model` must be downloaded and the hub can't be reached.
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+    /// Layers to offload to the GPU (build with --features cuda, vulkan or metal).
+    #[arg(long, default_value_t = 0)]
+    pub gpu_layers: u32,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Context size in tokens (default: the model's trained context, at most 8192).
+    #[arg(long)]
+    pub ctx: Option<u32>,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.6)]
+    pub temp: f32,
+    /// Nucleus sampling threshold.
+    #[arg(long, default_value_t = 0.9)]
+    pub top_p: f32,
+    /// Minimum probability relative to the best token.
+    #[arg(long, default_value_t = 0.05)]
+    pub min_p: f32,
+    /// Random seed for sampling.
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u32,
+}
+
+/// Flags that choose the tool servers.
+#[derive(Debug, Args, Clone)]
+pub struct ServerArgs {
+    /// The Obsidian vault for the bundled server (used when no config file names servers).
+    #[arg(long, env = "RECALL_VAULT")]
+    pub vault: Option<PathBuf>,
+    /// MCP servers config (Claude Desktop's `mcpServers` format).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Approve calls to tools of servers not marked readOnly without asking.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// Flags of the agent loop.
+#[derive(Debug, Args, Clone)]
+pub struct AgentArgs {
+    /// Most tool-decision steps before the answer is forced.
+    #[arg(long, default_value_t = 5)]
+    pub max_steps: usize,
+    /// Let the model write anything on the decision step (no grammar).
+    #[arg(long)]
+    pub no_grammar: bool,
+    /// Most tokens in the answer.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: usize,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask one question of the vault; streams the answer, then the notes it used.
+    Ask {
+        /// The question.
+        question: String,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        servers: ServerArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// List the tool servers and their tools, without loading a model.
+    Tools {
+        #[command(flatten)]
+        servers: ServerArgs,
+    },
+    /// Call one tool directly and print its result.
+    Call {
+        /// Tool name (as `recall tools` lists it).
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        #[command(flatten)]
+        servers: ServerArgs,
+    },
+    /// Print the exact decision-step prompt for a question, without loading a model.
+    Render {
+        /// The question.
+        question: String,
+        #[command(flatten)]
+        servers: ServerArgs,
+    },
+    /// Measure prompt processing and generation speed, like llama.cpp's llama-bench.
+    Bench {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Prompt tokens (pp test).
+        #[arg(short = 'p', long = "n-prompt", default_value_t = 512)]
+        n_prompt: usize,
+        /// Generated tokens (tg test).
+        #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
+        n_gen: usize,
+        /// Repetitions of each test.
+        #[arg(short = 'r', long = "repetitions", default_value_t = 5)]
+        repetitions: usize,
+    },
+    /// List the model aliases and whether each is available offline.
+    Models,
+    /// Serve the bundled read-only vault server (obsidian-kb) over MCP on stdio.
+    #[command(hide = true)]
+    McpVaultServer {
+        /// The vault folder.
+        #[arg(long)]
+        vault: PathBuf,
+    },
+}

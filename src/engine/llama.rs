@@ -1,0 +1,575 @@
+//! llama.cpp in-process: loads a GGUF model, keeps a conversation's KV cache, samples (optionally
+//! under a grammar), streams text, and runs the `recall bench` measurements.
+//!
+//! **Architecture invariant:** this is the only module that imports `llama_cpp_2`.
+
+use std::io::Read;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+use super::stream::TextStream;
+use super::{
+    ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
+    StopReason,
+};
+
+/// Largest context used when `--ctx` is not given: the trained context is often 128k, far more
+/// KV cache than a laptop should allocate for a vault question.
+pub const DEFAULT_CTX_CAP: u32 = 8192;
+
+/// How to load a model.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Layers to offload to the GPU (needs a GPU feature at build time).
+    pub gpu_layers: u32,
+    /// Show a progress bar on stderr (only makes sense on a terminal).
+    pub progress: bool,
+}
+
+/// How to set up a conversation's context.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// Context size in tokens; `None` picks the trained context capped at [`DEFAULT_CTX_CAP`].
+    pub n_ctx: Option<u32>,
+    /// CPU threads; `None` uses every available core.
+    pub threads: Option<i32>,
+}
+
+/// What the GGUF file says about itself.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    /// The file it was loaded from.
+    pub path: PathBuf,
+    /// `general.name`, or the file name.
+    pub name: String,
+    /// The chat template embedded in the file, if any.
+    pub chat_template: Option<String>,
+    /// The context length the model was trained with.
+    pub n_ctx_train: u32,
+    /// Parameter count.
+    pub n_params: u64,
+    /// Size of the weights in bytes.
+    pub size_bytes: u64,
+    /// Text of the BOS token (e.g. `<|begin_of_text|>`).
+    pub bos_text: String,
+    /// Text of the EOS token (e.g. `<|eot_id|>` or `<|im_end|>`).
+    pub eos_text: String,
+    /// Whether the tokenizer adds BOS by itself (`tokenizer.ggml.add_bos_token`).
+    pub add_bos: bool,
+}
+
+/// A loaded model. Cheap to share by reference; each conversation gets a [`Session`].
+pub struct Engine {
+    model: LlamaModel,
+    info: ModelInfo,
+    /// Llama 3's `<|eom_id|>`, when the vocabulary has it: it ends a message, not the turn.
+    eom: Option<LlamaToken>,
+}
+
+/// llama.cpp's backend may be initialised once per process; tests load several models.
+fn backend() -> Result<&'static LlamaBackend, EngineError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            // llama.cpp logs thousands of lines; they belong in the log at debug level.
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| EngineError::Backend(e.clone()))
+}
+
+/// Checks the file before llama.cpp sees it, so a wrong file is a clear error and not a crash.
+fn check_gguf(path: &Path) -> Result<(), EngineError> {
+    let fail = |reason: String| EngineError::ModelLoad {
+        path: path.display().to_string(),
+        reason,
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| {
+        fail(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                "no such file (give a .gguf path, hf:OWNER/REPO/FILE.gguf, or an alias from `recall models`)".to_string()
+            }
+            _ => e.to_string(),
+        })
+    })?;
+    let mut magic = [0u8; 4];
+    file.read_exact(&mut magic)
+        .map_err(|_| fail("file is too short to be a GGUF model".to_string()))?;
+    if &magic != b"GGUF" {
+        return Err(fail(
+            "not a GGUF file (llama.cpp needs .gguf; convert or download a GGUF build)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// Loads a GGUF model.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Engine, EngineError> {
+        check_gguf(path)?;
+        let backend = backend()?;
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(options.gpu_layers);
+        let bar = options.progress.then(load_progress_bar);
+        if let Some(bar) = bar.clone() {
+            params = params.with_progress_callback(move |p: f32| {
+                bar.set_position((p * 100.0) as u64);
+                true
+            });
+        }
+        let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+            EngineError::ModelLoad {
+                path: path.display().to_string(),
+                reason: format!(
+                    "llama.cpp could not load it ({e}); the file may be truncated or of an unsupported architecture (see --verbose)"
+                ),
+            }
+        })?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let vocab = model.vocab();
+        let piece = |t: LlamaToken| {
+            String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned()
+        };
+        let name = model.meta_val_str("general.name").ok().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+        let info = ModelInfo {
+            path: path.to_path_buf(),
+            name,
+            chat_template: model.meta_val_str("tokenizer.chat_template").ok(),
+            n_ctx_train: model.n_ctx_train(),
+            n_params: model.n_params(),
+            size_bytes: model.size(),
+            bos_text: piece(vocab.bos()),
+            eos_text: piece(vocab.eos()),
+            add_bos: vocab.should_add_bos(),
+        };
+        let eom = match vocab.tokenize(b"<|eom_id|>", false, true).as_slice() {
+            [t] if vocab.is_eog(*t) => Some(*t),
+            _ => None,
+        };
+        drop(vocab);
+        Ok(Engine { model, info, eom })
+    }
+
+    /// What the file says about itself.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Tokenizes a rendered prompt: special tokens written as text become single tokens, and BOS
+    /// is added only when the model wants it and the prompt does not already start with it
+    /// (a Llama 3 template writes `<|begin_of_text|>` itself: adding another would double it).
+    pub fn tokenize_prompt(&self, prompt: &str) -> Vec<i32> {
+        self.tokens(prompt).into_iter().map(|t| t.0).collect()
+    }
+
+    fn tokens(&self, prompt: &str) -> Vec<LlamaToken> {
+        let add_bos = self.info.add_bos && !prompt.starts_with(&self.info.bos_text);
+        self.model
+            .vocab()
+            .tokenize(prompt.as_bytes(), add_bos, true)
+    }
+
+    /// The text of one token id, special tokens included.
+    pub fn token_text(&self, token: i32) -> String {
+        String::from_utf8_lossy(
+            &self
+                .model
+                .vocab()
+                .token_to_piece(LlamaToken(token), true, None),
+        )
+        .into_owned()
+    }
+
+    /// Starts a conversation with its own context and KV cache.
+    pub fn session(&self, options: &SessionOptions) -> Result<Session<'_>, EngineError> {
+        let n_ctx = options
+            .n_ctx
+            .unwrap_or_else(|| self.info.n_ctx_train.min(DEFAULT_CTX_CAP))
+            .max(64);
+        let ctx = self.context(n_ctx, options.threads, 512)?;
+        let n_batch = ctx.n_batch() as usize;
+        Ok(Session {
+            engine: self,
+            ctx,
+            cached: Vec::new(),
+            batch: LlamaBatch::new(n_batch, 1),
+            n_batch,
+        })
+    }
+
+    fn context(
+        &self,
+        n_ctx: u32,
+        threads: Option<i32>,
+        n_batch: u32,
+    ) -> Result<LlamaContext<'_>, EngineError> {
+        let threads = threads.unwrap_or_else(default_threads);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch.min(512))
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        self.model.new_context(backend()?, params).map_err(|e| {
+            EngineError::Backend(format!("cannot create a context of {n_ctx} tokens: {e}"))
+        })
+    }
+
+    /// Measures prompt processing and generation speed the way llama.cpp's `llama-bench` does:
+    /// `pp` decodes `n_prompt` tokens in one batch, `tg` decodes `n_gen` tokens one at a time,
+    /// each on an empty cache, after one warm-up run, `repetitions` times.
+    pub fn bench(&self, options: &BenchOptions) -> Result<BenchReport, EngineError> {
+        let n_ctx = (options.n_prompt + options.n_gen).max(64) as u32;
+        let mut ctx = self.context(n_ctx, options.threads, options.n_prompt.max(1) as u32)?;
+        let n_vocab = self.model.n_vocab();
+        // Any token ids will do; llama-bench uses random ones. A fixed pattern keeps runs equal.
+        let token = |i: usize| LlamaToken(((i * 7919 + 13) % n_vocab as usize) as i32);
+        let mut batch = LlamaBatch::new(options.n_prompt.max(1), 1);
+
+        let mut run_pp = |ctx: &mut LlamaContext<'_>| -> Result<Duration, EngineError> {
+            ctx.clear_kv_cache();
+            batch.clear();
+            for i in 0..options.n_prompt {
+                batch
+                    .add(token(i), i as i32, &[0], i + 1 == options.n_prompt)
+                    .map_err(|e| EngineError::Backend(e.to_string()))?;
+            }
+            let start = Instant::now();
+            ctx.decode(&mut batch)
+                .map_err(|e| EngineError::Backend(e.to_string()))?;
+            ctx.synchronize();
+            Ok(start.elapsed())
+        };
+        let mut single = LlamaBatch::new(1, 1);
+        let mut run_tg = |ctx: &mut LlamaContext<'_>| -> Result<Duration, EngineError> {
+            ctx.clear_kv_cache();
+            let start = Instant::now();
+            for i in 0..options.n_gen {
+                single.clear();
+                single
+                    .add(token(i), i as i32, &[0], true)
+                    .map_err(|e| EngineError::Backend(e.to_string()))?;
+                ctx.decode(&mut single)
+                    .map_err(|e| EngineError::Backend(e.to_string()))?;
+            }
+            ctx.synchronize();
+            Ok(start.elapsed())
+        };
+
+        let mut pp = Vec::new();
+        let mut tg = Vec::new();
+        if options.n_prompt > 0 {
+            run_pp(&mut ctx)?;
+            for _ in 0..options.repetitions {
+                pp.push(options.n_prompt as f64 / run_pp(&mut ctx)?.as_secs_f64());
+            }
+        }
+        if options.n_gen > 0 {
+            run_tg(&mut ctx)?;
+            for _ in 0..options.repetitions {
+                tg.push(options.n_gen as f64 / run_tg(&mut ctx)?.as_secs_f64());
+            }
+        }
+        Ok(BenchReport {
+            threads: options.threads.unwrap_or_else(default_threads),
+            pp: Throughput::of(options.n_prompt, &pp),
+            tg: Throughput::of(options.n_gen, &tg),
+        })
+    }
+}
+
+fn default_threads() -> i32 {
+    std::thread::available_parallelism().map_or(4, |n| n.get() as i32)
+}
+
+fn load_progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(100);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("loading model {bar:30} {pos:>3}%")
+            .expect("static template is valid"),
+    );
+    bar
+}
+
+/// What `recall bench` measures.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Prompt tokens for the pp test (llama-bench `-p`).
+    pub n_prompt: usize,
+    /// Generated tokens for the tg test (llama-bench `-n`).
+    pub n_gen: usize,
+    /// Repetitions of each test (llama-bench `-r`).
+    pub repetitions: usize,
+    /// CPU threads (llama-bench `-t`).
+    pub threads: Option<i32>,
+}
+
+/// Speed of one test over its repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    /// Tokens per repetition.
+    pub tokens: usize,
+    /// Mean tokens per second.
+    pub mean: f64,
+    /// Sample standard deviation of tokens per second.
+    pub sd: f64,
+}
+
+impl Throughput {
+    fn of(tokens: usize, samples: &[f64]) -> Throughput {
+        let n = samples.len() as f64;
+        let mean = if samples.is_empty() {
+            0.0
+        } else {
+            samples.iter().sum::<f64>() / n
+        };
+        let sd = if samples.len() < 2 {
+            0.0
+        } else {
+            (samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Throughput { tokens, mean, sd }
+    }
+}
+
+/// Results of [`Engine::bench`].
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// Threads used.
+    pub threads: i32,
+    /// Prompt processing.
+    pub pp: Throughput,
+    /// Token generation.
+    pub tg: Throughput,
+}
+
+/// One conversation on a loaded model: a context whose KV cache is reused across calls.
+pub struct Session<'e> {
+    engine: &'e Engine,
+    ctx: LlamaContext<'e>,
+    /// Tokens whose keys and values are in the cache, in position order.
+    cached: Vec<LlamaToken>,
+    batch: LlamaBatch<'static>,
+    n_batch: usize,
+}
+
+impl Session<'_> {
+    /// Forgets the KV cache; the next call evaluates its whole prompt.
+    pub fn reset(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    /// Evaluates `tokens[keep..]` after dropping cache positions from `keep` on; leaves the
+    /// logits of the last token ready for sampling.
+    fn evaluate(&mut self, tokens: &[LlamaToken], keep: usize) -> Result<(), EngineError> {
+        self.ctx
+            .kv_cache_seq_rm(0, Some(keep as u32), None)
+            .map_err(|e| EngineError::Backend(format!("cannot trim the KV cache: {e}")))?;
+        self.cached.truncate(keep);
+        for (chunk_index, chunk) in tokens[keep..].chunks(self.n_batch).enumerate() {
+            let start = keep + chunk_index * self.n_batch;
+            self.batch.clear();
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = start + i;
+                let last = pos + 1 == tokens.len();
+                self.batch
+                    .add(*token, pos as i32, &[0], last)
+                    .map_err(|e| EngineError::Backend(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
+            self.cached.extend_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    fn sample_next(
+        &mut self,
+        chain: &mut LlamaSampler,
+        grammar: Option<&mut LlamaSampler>,
+    ) -> Result<LlamaToken, EngineError> {
+        let idx = self.batch.n_tokens() - 1;
+        let token = chain.sample(&self.ctx, idx);
+        let Some(grammar) = grammar else {
+            return Ok(token);
+        };
+        // Checking the one chosen token against the grammar is far cheaper than masking the whole
+        // vocabulary every step; only when the grammar rejects it do we pay for the full mask.
+        let mut single =
+            LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+        single.apply_sampler(grammar);
+        let token = if single.data[0].logit().is_finite() {
+            token
+        } else {
+            let mut all = self.ctx.token_data_array_ith(idx);
+            all.apply_sampler(grammar);
+            all.apply_sampler(chain);
+            all.selected_token()
+                .ok_or_else(|| EngineError::Backend("the grammar allows no token here".into()))?
+        };
+        grammar
+            .try_accept(token)
+            .map_err(|e| EngineError::Grammar(e.to_string()))?;
+        Ok(token)
+    }
+
+    fn grammar_sampler(&self, constraint: &Constraint) -> Result<LlamaSampler, EngineError> {
+        let model = &self.engine.model;
+        let sampler = if constraint.lazy_patterns.is_empty() {
+            LlamaSampler::grammar(model, &constraint.gbnf, &constraint.root)
+        } else {
+            LlamaSampler::grammar_lazy_patterns(
+                model,
+                &constraint.gbnf,
+                &constraint.root,
+                &constraint.lazy_patterns,
+                &[],
+            )
+        };
+        sampler.map_err(|e| EngineError::Grammar(e.to_string()))
+    }
+}
+
+fn sampler_chain(sampling: &Sampling) -> LlamaSampler {
+    if sampling.temperature <= 0.0 {
+        return LlamaSampler::greedy();
+    }
+    LlamaSampler::chain_simple([
+        LlamaSampler::top_p(sampling.top_p, 1),
+        LlamaSampler::min_p(sampling.min_p, 1),
+        LlamaSampler::temp(sampling.temperature),
+        LlamaSampler::dist(sampling.seed),
+    ])
+}
+
+impl ChatModel for Session<'_> {
+    fn generate(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Completion, EngineError> {
+        let tokens = self.engine.tokens(prompt);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() || tokens.len() >= n_ctx {
+            return Err(EngineError::ContextOverflow {
+                prompt_tokens: tokens.len(),
+                n_ctx,
+            });
+        }
+        let common = self
+            .cached
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // At least one token must be evaluated to get fresh logits.
+        let keep = common.min(tokens.len() - 1);
+
+        let started = Instant::now();
+        self.evaluate(&tokens, keep)?;
+        let prompt_time = started.elapsed();
+
+        let mut chain = sampler_chain(&request.sampling);
+        let mut grammar = request
+            .constraint
+            .as_ref()
+            .map(|c| self.grammar_sampler(c))
+            .transpose()?;
+        let mut stream = TextStream::new(&request.stop);
+        let vocab = self.engine.model.vocab();
+        let mut generated = 0;
+        let mut piece = Vec::new();
+        let started = Instant::now();
+        let stop = loop {
+            if request
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                break StopReason::Cancelled;
+            }
+            if generated >= request.max_tokens {
+                break StopReason::MaxTokens;
+            }
+            let token = self.sample_next(&mut chain, grammar.as_mut())?;
+            if vocab.is_eog(token) {
+                break if Some(token) == self.engine.eom {
+                    StopReason::EndOfMessage
+                } else {
+                    StopReason::EndOfTurn
+                };
+            }
+            generated += 1;
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, true, None);
+            let pushed = stream.push(&piece);
+            if !pushed.text.is_empty() {
+                on_text(&pushed.text);
+            }
+            if let Some(stop) = pushed.stopped_on {
+                break StopReason::StopString(stop);
+            }
+            let pos = self.cached.len();
+            if pos + 1 >= n_ctx {
+                break StopReason::ContextFull;
+            }
+            self.batch.clear();
+            self.batch
+                .add(token, pos as i32, &[0], true)
+                .map_err(|e| EngineError::Backend(e.to_string()))?;
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
+            self.cached.push(token);
+        };
+        if !matches!(stop, StopReason::StopString(_)) {
+            let tail = stream.finish();
+            if !tail.is_empty() {
+                on_text(&tail);
+            }
+        }
+        Ok(Completion {
+            text: stream.text().to_string(),
+            stop,
+            stats: GenerationStats {
+                prompt_tokens: tokens.len(),
+                reused_tokens: keep,
+                evaluated_tokens: tokens.len() - keep,
+                generated_tokens: generated,
+                prompt_time,
+                generation_time: started.elapsed(),
+            },
+        })
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        self.engine.tokens(text).len()
+    }
+
+    fn context_size(&self) -> usize {
+        self.ctx.n_ctx() as usize
+    }
+}

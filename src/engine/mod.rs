@@ -1,0 +1,180 @@
+//! The local LLM engine: everything between a rendered prompt and the text the model produced.
+//!
+//! The agent asks only "generate from this prompt, stream, stop"; it never touches llama.cpp.
+//! [`llama`] is the one module that imports `llama_cpp_2`. [`catalog`] turns a model name into a
+//! GGUF file on disk (path, `hf:` reference or alias). [`stream`] is the UTF-8 and stop-string
+//! logic, kept pure so it can be tested without a model.
+//!
+//! **Architecture invariant:** a [`ChatModel`] keeps one conversation's KV cache; each call to
+//! [`ChatModel::generate`] evaluates only the tokens after the longest common prefix with what is
+//! already cached, and reports both counts in [`GenerationStats`].
+
+pub mod catalog;
+pub mod llama;
+pub mod scripted;
+pub mod stream;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// How to pick each next token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    /// 0 means greedy (deterministic).
+    pub temperature: f32,
+    /// Nucleus sampling; 1.0 disables it.
+    pub top_p: f32,
+    /// Drops tokens below this fraction of the best token's probability; 0 disables it.
+    pub min_p: f32,
+    /// Seed for the random sampler (ignored when greedy).
+    pub seed: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        // Llama 3.2's generation_config.json: temperature 0.6, top_p 0.9.
+        Sampling {
+            temperature: 0.6,
+            top_p: 0.9,
+            min_p: 0.05,
+            seed: 0x5EED,
+        }
+    }
+}
+
+/// A llama.cpp (GBNF) grammar that constrains generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    /// The grammar text.
+    pub gbnf: String,
+    /// Its start rule.
+    pub root: String,
+    /// Empty: the grammar holds from the first token. Otherwise the grammar is lazy: output is
+    /// free until one of these regexes matches the whole text generated so far; the grammar then
+    /// applies from the regex's first capture group on.
+    pub lazy_patterns: Vec<String>,
+}
+
+/// One generation request.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    /// Upper bound on generated tokens.
+    pub max_tokens: usize,
+    /// Sampling settings.
+    pub sampling: Sampling,
+    /// Generation ends when the output contains one of these; the stop string is not returned.
+    pub stop: Vec<String>,
+    /// Optional grammar.
+    pub constraint: Option<Constraint>,
+    /// Set to true (e.g. by a Ctrl-C handler) to end this generation early.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl GenerateRequest {
+    /// A request with default sampling, no stop strings, no grammar.
+    pub fn new(max_tokens: usize) -> GenerateRequest {
+        GenerateRequest {
+            max_tokens,
+            sampling: Sampling::default(),
+            stop: Vec::new(),
+            constraint: None,
+            cancel: None,
+        }
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model ended its turn (`<|eot_id|>`, or the model's end-of-generation token).
+    EndOfTurn,
+    /// The model ended a message expecting a tool result (Llama 3's `<|eom_id|>`).
+    EndOfMessage,
+    /// A requested stop string appeared.
+    StopString(String),
+    /// `max_tokens` was reached.
+    MaxTokens,
+    /// The context window filled up.
+    ContextFull,
+    /// [`GenerateRequest::cancel`] was set.
+    Cancelled,
+}
+
+/// Counts and timings of one generation; this is what makes KV reuse observable.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationStats {
+    /// Tokens in the prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens already in the KV cache (not evaluated again).
+    pub reused_tokens: usize,
+    /// Prompt tokens evaluated by this call.
+    pub evaluated_tokens: usize,
+    /// Tokens generated.
+    pub generated_tokens: usize,
+    /// Time spent evaluating the prompt.
+    pub prompt_time: Duration,
+    /// Time spent generating.
+    pub generation_time: Duration,
+}
+
+/// What the model produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The generated text (without end-of-generation tokens or the stop string).
+    pub text: String,
+    /// Why generation ended.
+    pub stop: StopReason,
+    /// Counts and timings.
+    pub stats: GenerationStats,
+}
+
+/// Errors of the engine. Each says what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The model file is missing, unreadable, not GGUF, or llama.cpp refused it.
+    #[error("cannot load model {path}: {reason}")]
+    ModelLoad {
+        /// The file as given.
+        path: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+    /// The prompt does not fit the context window.
+    #[error(
+        "prompt of {prompt_tokens} tokens does not fit the context of {n_ctx} tokens (raise --ctx or shorten the input)"
+    )]
+    ContextOverflow {
+        /// Tokens in the prompt.
+        prompt_tokens: usize,
+        /// The context size.
+        n_ctx: usize,
+    },
+    /// The grammar did not compile.
+    #[error("grammar rejected by llama.cpp: {0}")]
+    Grammar(String),
+    /// llama.cpp failed while running.
+    #[error("llama.cpp failed: {0}")]
+    Backend(String),
+}
+
+/// A chat model with one conversation's KV cache: the seam between the agent and llama.cpp.
+///
+/// [`llama::Session`] is the real implementation; [`scripted::ScriptedModel`] replays canned
+/// replies for deterministic agent-loop tests.
+pub trait ChatModel {
+    /// Generates a continuation of `prompt` (a fully rendered prompt, special tokens as text),
+    /// calling `on_text` with each piece of final text as soon as it is decoded.
+    fn generate(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Completion, EngineError>;
+
+    /// Number of tokens `text` takes (special tokens parsed), for budgeting prompts.
+    fn count_tokens(&self, text: &str) -> usize;
+
+    /// The context window in tokens.
+    fn context_size(&self) -> usize;
+}

@@ -1,0 +1,30 @@
+//! Shared helpers for the integration tests: where the real test models live.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+fn repo_file(relative: &str, fetch_with: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `{fetch_with}` first (CI always does)",
+        path.display()
+    );
+    path
+}
+
+/// SmolLM2-135M-Instruct Q4_1: the real model every engine test runs on.
+pub fn smollm2() -> PathBuf {
+    repo_file(
+        "models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "scripts/fetch-test-model",
+    )
+}
+
+/// The tiny random-weight GGUF with Llama 3.2's real vocabulary and special tokens.
+pub fn tiny_llama3() -> PathBuf {
+    repo_file(
+        "models/tiny-llama3.gguf",
+        "scripts/fetch-llama3-tokenizer && scripts/make-tiny-llama3-gguf",
+    )
+}

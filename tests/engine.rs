@@ -1,0 +1,238 @@
+//! The llama.cpp engine on the real SmolLM2 GGUF: load, stream, stop, KV reuse, grammar.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
+use recall::engine::{ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason};
+
+fn greedy(max_tokens: usize) -> GenerateRequest {
+    let mut request = GenerateRequest::new(max_tokens);
+    request.sampling = Sampling {
+        temperature: 0.0,
+        ..Sampling::default()
+    };
+    request
+}
+
+fn chatml(user: &str) -> String {
+    format!(
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+    )
+}
+
+fn load() -> Engine {
+    Engine::load(&common::smollm2(), &LoadOptions::default()).expect("test model loads")
+}
+
+fn session_options() -> SessionOptions {
+    SessionOptions {
+        n_ctx: Some(2048),
+        threads: Some(2),
+    }
+}
+
+#[test]
+fn reads_metadata_of_the_test_model() {
+    let engine = load();
+    let info = engine.info();
+    assert!(
+        info.chat_template
+            .as_deref()
+            .unwrap_or("")
+            .contains("<|im_start|>")
+    );
+    assert_eq!(info.n_ctx_train, 8192);
+    assert!(!info.add_bos, "SmolLM2 does not add BOS");
+}
+
+#[test]
+fn streams_what_it_returns_and_stops_at_end_of_turn() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut streamed = String::new();
+    let done = session
+        .generate(&chatml("Say hello."), &greedy(64), &mut |t| {
+            streamed.push_str(t)
+        })
+        .unwrap();
+    assert_eq!(streamed, done.text);
+    assert!(!done.text.is_empty());
+    assert!(!done.text.contains("<|im_end|>"), "{:?}", done.text);
+    assert!(
+        matches!(done.stop, StopReason::EndOfTurn | StopReason::MaxTokens),
+        "{:?}",
+        done.stop
+    );
+    assert_eq!(done.stats.generated_tokens > 0, true);
+}
+
+#[test]
+fn max_tokens_and_stop_strings_end_generation() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let prompt = chatml("Count from 1 to 20, separated by commas.");
+    let done = session.generate(&prompt, &greedy(3), &mut |_| {}).unwrap();
+    assert_eq!(done.stop, StopReason::MaxTokens);
+    assert_eq!(done.stats.generated_tokens, 3);
+
+    // Whatever greedy decoding writes first, stopping on its second character must cut there.
+    let free = session.generate(&prompt, &greedy(8), &mut |_| {}).unwrap();
+    let second: String = free.text.chars().skip(1).take(1).collect();
+    let mut request = greedy(8);
+    request.stop = vec![second.clone()];
+    let stopped = session.generate(&prompt, &request, &mut |_| {}).unwrap();
+    assert_eq!(stopped.stop, StopReason::StopString(second));
+    assert_eq!(stopped.text, free.text.chars().take(1).collect::<String>());
+}
+
+#[test]
+fn second_call_evaluates_only_the_new_tokens() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let first_prompt = chatml("What is the capital of France?");
+    let first = session
+        .generate(&first_prompt, &greedy(16), &mut |_| {})
+        .unwrap();
+    assert_eq!(first.stats.reused_tokens, 0);
+    assert_eq!(first.stats.evaluated_tokens, first.stats.prompt_tokens);
+
+    let follow_up = format!(
+        "{first_prompt}{}<|im_end|>\n<|im_start|>user\nAnd of Italy?<|im_end|>\n<|im_start|>assistant\n",
+        first.text
+    );
+    let second = session
+        .generate(&follow_up, &greedy(16), &mut |_| {})
+        .unwrap();
+    let new_tokens = engine.tokenize_prompt(&follow_up).len() - first.stats.prompt_tokens;
+    assert!(
+        second.stats.reused_tokens >= first.stats.prompt_tokens,
+        "reused {} of a {}-token prefix",
+        second.stats.reused_tokens,
+        first.stats.prompt_tokens
+    );
+    assert!(second.stats.evaluated_tokens <= new_tokens);
+    assert_eq!(
+        second.stats.reused_tokens + second.stats.evaluated_tokens,
+        second.stats.prompt_tokens
+    );
+
+    // The same prompt again reuses everything but the one token needed for fresh logits, and
+    // greedy decoding gives the same text as on a cold cache.
+    let again = session
+        .generate(&follow_up, &greedy(16), &mut |_| {})
+        .unwrap();
+    assert_eq!(again.stats.evaluated_tokens, 1);
+    let mut cold = engine.session(&session_options()).unwrap();
+    let cold_run = cold.generate(&follow_up, &greedy(16), &mut |_| {}).unwrap();
+    assert_eq!(again.text, cold_run.text);
+    assert_eq!(second.text, cold_run.text);
+}
+
+#[test]
+fn a_grammar_forces_its_language() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut request = greedy(40);
+    request.constraint = Some(Constraint {
+        gbnf: r#"root ::= "[" call ("," " "? call)* "]"
+call ::= ("search_notes" | "read_note") "(query=\"" [a-z ]{1,20} "\")""#
+            .to_string(),
+        root: "root".to_string(),
+        lazy_patterns: Vec::new(),
+    });
+    let done = session
+        .generate(&chatml("Find my notes about bread."), &request, &mut |_| {})
+        .unwrap();
+    let re = regex::Regex::new(r#"^\[(search_notes|read_note)\(query="[a-z ]{1,20}"\)(, ?(search_notes|read_note)\(query="[a-z ]{1,20}"\))*\]$"#).unwrap();
+    assert!(
+        re.is_match(&done.text) || done.stop == StopReason::MaxTokens,
+        "{:?} {:?}",
+        done.text,
+        done.stop
+    );
+    assert!(done.text.starts_with("[search_notes(") || done.text.starts_with("[read_note("));
+}
+
+#[test]
+fn a_lazy_grammar_leaves_free_text_free() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut request = greedy(24);
+    request.constraint = Some(Constraint {
+        gbnf: r#"root ::= "[" "done" "]""#.to_string(),
+        root: "root".to_string(),
+        lazy_patterns: vec![r"^\s*(\[)[\s\S]*".to_string()],
+    });
+    let unconstrained = session
+        .generate(&chatml("Say hello."), &greedy(24), &mut |_| {})
+        .unwrap();
+    let constrained = session
+        .generate(&chatml("Say hello."), &request, &mut |_| {})
+        .unwrap();
+    assert!(!unconstrained.text.trim_start().starts_with('['));
+    assert_eq!(constrained.text, unconstrained.text);
+}
+
+#[test]
+fn cancel_ends_the_turn() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut request = greedy(64);
+    request.cancel = Some(Arc::new(AtomicBool::new(true)));
+    let done = session
+        .generate(&chatml("Tell a story."), &request, &mut |_| {})
+        .unwrap();
+    assert_eq!(done.stop, StopReason::Cancelled);
+    assert_eq!(done.stats.generated_tokens, 0);
+}
+
+#[test]
+fn an_oversized_prompt_is_an_error_not_a_crash() {
+    let engine = load();
+    let mut session = engine
+        .session(&SessionOptions {
+            n_ctx: Some(128), // llama.cpp rounds this up to its minimum
+            threads: Some(2),
+        })
+        .unwrap();
+    let long = chatml(&"word ".repeat(400));
+    let err = session
+        .generate(&long, &greedy(4), &mut |_| {})
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::ContextOverflow { prompt_tokens, n_ctx } if prompt_tokens > n_ctx),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_model_files_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.gguf");
+    let err = Engine::load(&missing, &LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("no such file"), "{err}");
+
+    let not_gguf = dir.path().join("notes.gguf");
+    std::fs::write(&not_gguf, "# not a model\n").unwrap();
+    let err = Engine::load(&not_gguf, &LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("not a GGUF file"), "{err}");
+
+    // A real header with the rest cut off: llama.cpp must refuse it, not crash.
+    let truncated = dir.path().join("truncated.gguf");
+    let bytes = std::fs::read(common::smollm2()).unwrap();
+    std::fs::write(&truncated, &bytes[..4096]).unwrap();
+    let err = Engine::load(&truncated, &LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("cannot load model"), "{err}");
+}
