@@ -1,6 +1,7 @@
 //! Tests the generated GBNF: its text obeys llama.cpp's rules (names, definitions), and a small
 //! GBNF interpreter here accepts exactly the call lists it should; every accepted list also parses
-//! and passes `check_call`.
+//! and passes `check_call`. One test feeds the same lists through llama.cpp's own grammar sampler
+//! on `models/tiny-llama3.gguf` (the real Llama 3.2 vocabulary), so both engines agree.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -98,20 +99,7 @@ fn grammar_admits_exactly_the_valid_calls() {
         let chars: Vec<char> = text.chars().collect();
         matches(&rules, &Expr::Rule(g.root.into()), &chars, 0).contains(&chars.len())
     };
-    let good = [
-        r#"[get_weather(city="Paris")]"#,
-        r#"<|python_tag|>[get_weather(city='San Francisco', metric='celsius'), get_weather(city="Seattle", metric="fahrenheit")]"#,
-        r#"[search_notes(query="x", limit=5, tags=["a", 'b'], fuzzy=True, score=-1.5e3)]"#,
-        r#"[search_notes(query="x",fuzzy=False)]"#,
-        r#"[search_notes(query="x", score=None)]"#,
-        r#"[search_notes(query="x", tags=[])]"#,
-        r#"[list_tags()]"#,
-        r#"[list_tags(), vault.read-note(path="a \"b\" \\ \u00e9 日本")]"#,
-        r#"[any_args(x={"k": [1, None, 'v']}, o={})]"#,
-        r#"[any_args()]"#,
-        r#"[any_args(o={'a': True})]"#,
-    ];
-    for text in good {
+    for text in GOOD {
         assert!(accepts(text), "should accept {text}");
         let Reply::Calls(calls) = parse_reply(text, &tools) else {
             panic!("{text} does not parse")
@@ -120,28 +108,7 @@ fn grammar_admits_exactly_the_valid_calls() {
             assert_eq!(check_call(call, &tools), Ok(()), "{text}");
         }
     }
-    let bad = [
-        "Hello",
-        "[]",
-        "[get_weather()]",
-        r#"[get_weather(metric="celsius")]"#,
-        r#"[get_weather(city="x", metric="kelvin")]"#,
-        r#"[get_weather(city=Paris)]"#,
-        r#"[get_weather(city="x", town="y")]"#,
-        r#"[nope()]"#,
-        r#"[search_notes(query="x", limit="5")]"#,
-        r#"[search_notes(query="x", limit=1.5)]"#,
-        r#"[search_notes(query="x", tags=[1])]"#,
-        r#"[search_notes(query="x", fuzzy=true)]"#,
-        r#"[search_notes(query="x",)]"#,
-        r#"[search_notes(limit=5, query="x")]"#,
-        r#"[search_notes(query="x", fuzzy=True, limit=5)]"#,
-        r#"[list_tags()] trailing"#,
-        r#"[list_tags(x=1)]"#,
-        r#"[get_weather(city="x
-y")]"#,
-    ];
-    for text in bad {
+    for text in BAD {
         assert!(!accepts(text), "should reject {text}");
     }
 }
@@ -164,6 +131,112 @@ fn triggers_fire_only_when_the_reply_starts_a_call() {
     for text in ["Hello", "Hello [x(", "The list [1] <|python_tag|>"] {
         assert!(!pattern.is_match(text), "{text:?} should not trigger");
     }
+}
+
+const GOOD: [&str; 11] = [
+    r#"[get_weather(city="Paris")]"#,
+    r#"<|python_tag|>[get_weather(city='San Francisco', metric='celsius'), get_weather(city="Seattle", metric="fahrenheit")]"#,
+    r#"[search_notes(query="x", limit=5, tags=["a", 'b'], fuzzy=True, score=-1.5e3)]"#,
+    r#"[search_notes(query="x",fuzzy=False)]"#,
+    r#"[search_notes(query="x", score=None)]"#,
+    r#"[search_notes(query="x", tags=[])]"#,
+    r#"[list_tags()]"#,
+    r#"[list_tags(), vault.read-note(path="a \"b\" \\ \u00e9 日本")]"#,
+    r#"[any_args(x={"k": [1, None, 'v']}, o={})]"#,
+    r#"[any_args()]"#,
+    r#"[any_args(o={'a': True})]"#,
+];
+
+const BAD: [&str; 18] = [
+    "Hello",
+    "[]",
+    "[get_weather()]",
+    r#"[get_weather(metric="celsius")]"#,
+    r#"[get_weather(city="x", metric="kelvin")]"#,
+    r#"[get_weather(city=Paris)]"#,
+    r#"[get_weather(city="x", town="y")]"#,
+    r#"[nope()]"#,
+    r#"[search_notes(query="x", limit="5")]"#,
+    r#"[search_notes(query="x", limit=1.5)]"#,
+    r#"[search_notes(query="x", tags=[1])]"#,
+    r#"[search_notes(query="x", fuzzy=true)]"#,
+    r#"[search_notes(query="x",)]"#,
+    r#"[search_notes(limit=5, query="x")]"#,
+    r#"[search_notes(query="x", fuzzy=True, limit=5)]"#,
+    r#"[list_tags()] trailing"#,
+    r#"[list_tags(x=1)]"#,
+    "[get_weather(city=\"x\ny\")]",
+];
+
+#[test]
+fn llama_cpp_agrees_with_the_grammar() {
+    use llama_cpp_2::llama_backend::LlamaBackend;
+    use llama_cpp_2::model::LlamaModel;
+    use llama_cpp_2::model::params::LlamaModelParams;
+    use llama_cpp_2::sampling::LlamaSampler;
+    use llama_cpp_2::token::LlamaToken;
+    use llama_cpp_2::token::data::LlamaTokenData;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/tiny-llama3.gguf");
+    assert!(
+        std::path::Path::new(path).exists(),
+        "{path} is missing: run scripts/make-tiny-llama3-gguf (or scripts/setup) first"
+    );
+    let mut backend = LlamaBackend::init().unwrap();
+    backend.void_logs();
+    let model = LlamaModel::load_from_file(&backend, path, &LlamaModelParams::default()).unwrap();
+    let vocab = model.vocab();
+    let eot = LlamaToken(128009);
+    assert!(vocab.is_eog(eot));
+    let g = ToolGrammar::new(&tools()).unwrap();
+
+    // Whether llama.cpp's sampler takes every token of `text` and then allows end-of-turn.
+    let admits = |mut sampler: LlamaSampler, text: &str| {
+        for token in vocab.tokenize(text.as_bytes(), false, true) {
+            if sampler.try_accept(token).is_err() {
+                return false;
+            }
+        }
+        let mut end = LlamaTokenDataArray::new(vec![LlamaTokenData::new(eot, 1.0, 0.0)], false);
+        sampler.apply(&mut end);
+        end.data[0].logit() > f32::NEG_INFINITY
+    };
+    let strict =
+        || LlamaSampler::grammar(&model, &g.gbnf, g.root).expect("llama.cpp parses the grammar");
+    let lazy = || {
+        LlamaSampler::grammar_lazy_patterns(&model, &g.gbnf, g.root, &g.trigger_patterns, &[])
+            .expect("llama.cpp takes the lazy grammar")
+    };
+    for text in GOOD {
+        assert!(admits(strict(), text), "llama.cpp should accept {text}");
+        assert!(admits(lazy(), text), "lazy llama.cpp should accept {text}");
+    }
+    for text in BAD {
+        assert!(!admits(strict(), text), "llama.cpp should reject {text}");
+    }
+    // Lazy: free text stays free, a reply that starts a call is held to the grammar.
+    for text in [
+        "Hello, the weather is fine.",
+        "Notes: [a](b) and [c(d)]",
+        "I will call [nope()]",
+    ] {
+        assert!(
+            admits(lazy(), text),
+            "lazy grammar should leave {text:?} alone"
+        );
+    }
+    for text in [
+        "[nope()]",
+        " [get_weather()]",
+        "<|python_tag|>[list_tags(x=1)]",
+    ] {
+        assert!(!admits(lazy(), text), "lazy grammar should reject {text:?}");
+    }
+    let words = LlamaSampler::grammar_lazy(&model, &g.gbnf, g.root, &g.trigger_words, &[]).unwrap();
+    assert!(!admits(words, "<|python_tag|>[nope()]"));
+    // Negative control: llama.cpp does reject a rule name with `_`.
+    assert!(LlamaSampler::grammar(&model, "root ::= a_b\na_b ::= \"x\"", "root").is_err());
 }
 
 // --- A small GBNF interpreter: enough of llama.cpp's syntax for what grammar.rs writes.
