@@ -1,0 +1,575 @@
+//! The in-memory vault index: every note's metadata, names, links, tags and search terms,
+//! built in parallel at start and updated one file at a time afterwards.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::{Instant, SystemTime};
+
+use crate::links::Link;
+use crate::note::{self, ParsedNote};
+use crate::resolve::{self, Names, NoteNames, RefError, Target};
+use crate::search::{self, DocTerms, SearchIndex, Tokenizer};
+use crate::tags;
+use crate::vault::{self, FoundFile, Vault, VaultError};
+
+/// One indexed note.
+#[derive(Debug)]
+pub struct NoteEntry {
+    /// On-disk vault-relative path (what is opened).
+    pub rel: String,
+    /// NFC vault-relative path without `.md`: the URI path.
+    pub key: String,
+    /// File name without `.md`, NFC.
+    pub title: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Last modification time.
+    pub modified: Option<SystemTime>,
+    /// Parsed structure.
+    pub parsed: ParsedNote,
+    /// The full text at index time (for snippets).
+    pub text: String,
+}
+
+impl NoteEntry {
+    /// The note's URI, `note://<key>`.
+    pub fn uri(&self) -> String {
+        format!("note://{}", self.key)
+    }
+
+    /// The note's URI percent-encoded (a valid RFC 3986 URI, for resources).
+    pub fn resource_uri(&self) -> String {
+        const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~')
+            .remove(b'/');
+        format!(
+            "note://{}",
+            percent_encoding::utf8_percent_encode(&self.key, KEEP)
+        )
+    }
+
+    /// The folded folder of the note ("" at the root).
+    fn folded_folder(&self) -> String {
+        resolve::fold(self.key.rfind('/').map_or("", |i| &self.key[..i]))
+    }
+
+    /// The body (text after frontmatter).
+    pub fn body(&self) -> &str {
+        self.text.get(self.parsed.body_start..).unwrap_or("")
+    }
+
+    fn names(&self) -> NoteNames<'_> {
+        NoteNames {
+            key: &self.key,
+            title: &self.title,
+            aliases: &self.parsed.frontmatter.aliases,
+        }
+    }
+}
+
+/// Counts from a full build.
+#[derive(Debug, Default, Clone)]
+pub struct BuildStats {
+    /// Notes indexed.
+    pub notes: usize,
+    /// Attachments seen.
+    pub attachments: usize,
+    /// Files skipped.
+    pub skipped: usize,
+    /// Total note bytes.
+    pub bytes: u64,
+    /// Wall time.
+    pub elapsed: std::time::Duration,
+}
+
+/// A search hit.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Note id.
+    pub id: u32,
+    /// Score.
+    pub score: f32,
+    /// Snippet.
+    pub snippet: String,
+}
+
+/// An outgoing link and what it resolves to.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The link as written.
+    pub link: Link,
+    /// What it points at.
+    pub target: Target,
+}
+
+/// The vault index.
+#[derive(Debug)]
+pub struct VaultIndex {
+    vault: Vault,
+    slots: Vec<Option<NoteEntry>>,
+    free: Vec<u32>,
+    by_rel: HashMap<String, u32>,
+    ordered: BTreeMap<(String, String), u32>,
+    names: Names,
+    search: SearchIndex,
+}
+
+/// A note read and parsed off-lock, or why it could not be.
+type Prepared = Result<(NoteEntry, DocTerms), (String, VaultError)>;
+
+fn key_of(rel: &str) -> String {
+    resolve::nfc(resolve::strip_md(rel))
+}
+
+fn prepare(
+    vault: &Vault,
+    f: FoundFile,
+    tok: &mut Tokenizer,
+) -> Result<(NoteEntry, DocTerms), VaultError> {
+    let text = vault.read_note(&f.rel)?;
+    let parsed = note::parse(&text);
+    let key = key_of(&f.rel);
+    let title = key.rsplit('/').next().unwrap_or(&key).to_string();
+    let title_field = format!("{title}\n{}", parsed.frontmatter.aliases.join("\n"));
+    let headings: Vec<&str> = parsed.headings.iter().map(|h| h.text.as_str()).collect();
+    let tags_field = parsed.tags.join(" ").replace('/', " ");
+    let body = text.get(parsed.body_start..).unwrap_or("");
+    let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);
+    let entry = NoteEntry {
+        rel: f.rel,
+        key,
+        title,
+        bytes: f.bytes,
+        modified: f.modified,
+        parsed,
+        text,
+    };
+    Ok((entry, terms))
+}
+
+impl VaultIndex {
+    /// Walks and indexes the whole vault, parsing notes on all cores.
+    pub fn build(vault: Vault) -> (Self, BuildStats) {
+        let t0 = Instant::now();
+        let walk = vault.walk();
+        for (rel, why) in &walk.skipped {
+            tracing::info!(path = %rel, reason = why, "skipped");
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8);
+        let chunk = walk.notes.len().div_ceil(threads).max(1);
+        let prepared: Vec<Vec<Prepared>> = std::thread::scope(|s| {
+            let handles: Vec<_> = walk
+                .notes
+                .chunks(chunk)
+                .map(|files| {
+                    let vault = &vault;
+                    s.spawn(move || {
+                        let mut tok = Tokenizer::default();
+                        files
+                            .iter()
+                            .map(|f| {
+                                prepare(vault, f.clone(), &mut tok).map_err(|e| (f.rel.clone(), e))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        let mut idx = Self {
+            vault,
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_rel: HashMap::new(),
+            ordered: BTreeMap::new(),
+            names: Names::default(),
+            search: SearchIndex::default(),
+        };
+        let mut stats = BuildStats {
+            skipped: walk.skipped.len(),
+            ..Default::default()
+        };
+        for r in prepared.into_iter().flatten() {
+            match r {
+                Ok((entry, terms)) => {
+                    stats.bytes += entry.bytes;
+                    idx.insert(entry, terms);
+                }
+                Err((rel, e)) => {
+                    stats.skipped += 1;
+                    tracing::warn!(path = %rel, "skipped: {e}");
+                }
+            }
+        }
+        for a in &walk.attachments {
+            idx.names.add_attachment(a);
+        }
+        stats.notes = idx.by_rel.len();
+        stats.attachments = walk.attachments.len();
+        stats.elapsed = t0.elapsed();
+        (idx, stats)
+    }
+
+    fn insert(&mut self, entry: NoteEntry, terms: DocTerms) -> u32 {
+        let id = match self.by_rel.get(&entry.rel) {
+            Some(&id) => {
+                self.unlink(id);
+                id
+            }
+            None => match self.free.pop() {
+                Some(id) => id,
+                None => {
+                    self.slots.push(None);
+                    (self.slots.len() - 1) as u32
+                }
+            },
+        };
+        self.names.add(id, &entry.names());
+        self.search.insert(id, terms);
+        self.by_rel.insert(entry.rel.clone(), id);
+        self.ordered
+            .insert((entry.key.clone(), entry.rel.clone()), id);
+        self.slots[id as usize] = Some(entry);
+        id
+    }
+
+    /// Drops a note's names and ordering (the slot is reused by the caller or freed).
+    fn unlink(&mut self, id: u32) {
+        if let Some(old) = self.slots[id as usize].take() {
+            self.names.remove(id, &old.names());
+            self.ordered.remove(&(old.key.clone(), old.rel.clone()));
+            self.search.remove(id);
+            self.by_rel.remove(&old.rel);
+        }
+    }
+
+    /// The vault.
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    /// A note by id.
+    pub fn get(&self, id: u32) -> Option<&NoteEntry> {
+        self.slots.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// Number of notes.
+    pub fn len(&self) -> usize {
+        self.by_rel.len()
+    }
+
+    /// Whether there are no notes.
+    pub fn is_empty(&self) -> bool {
+        self.by_rel.is_empty()
+    }
+
+    /// Number of distinct search terms.
+    pub fn term_count(&self) -> usize {
+        self.search.terms()
+    }
+
+    /// Re-reads one vault-relative path (note or attachment) after a change on disk: indexes
+    /// it when it is there, forgets it (and anything under it) when it is not.
+    pub fn refresh(&mut self, rel: &str) {
+        if vault::is_hidden_rel(rel) {
+            return;
+        }
+        let abs = self.vault.root().join(rel);
+        match std::fs::symlink_metadata(&abs) {
+            Ok(m) if m.is_dir() => {
+                let walk = self.vault.walk_under(&abs);
+                let present: std::collections::HashSet<&str> =
+                    walk.notes.iter().map(|f| f.rel.as_str()).collect();
+                let prefix = format!("{rel}/");
+                let stale: Vec<String> = self
+                    .by_rel
+                    .keys()
+                    .filter(|r| r.starts_with(&prefix) && !present.contains(r.as_str()))
+                    .cloned()
+                    .collect();
+                for r in stale {
+                    self.remove(&r);
+                }
+                for f in walk.notes {
+                    self.upsert(f);
+                }
+                for a in walk.attachments {
+                    self.names.add_attachment(&a);
+                }
+            }
+            Ok(_) if vault::is_note_rel(rel) => match self.vault.stat(rel) {
+                Ok(f) => self.upsert(f),
+                Err(e) => {
+                    tracing::info!(path = %rel, "not indexed: {e}");
+                    self.remove(rel);
+                }
+            },
+            Ok(_) => self.names.add_attachment(rel),
+            Err(_) => {
+                self.remove(rel);
+                self.names.remove_attachment(rel);
+                let prefix = format!("{rel}/");
+                let under: Vec<String> = self
+                    .by_rel
+                    .keys()
+                    .filter(|r| r.starts_with(&prefix))
+                    .cloned()
+                    .collect();
+                for r in under {
+                    self.remove(&r);
+                }
+                for a in self.names.attachments_under(&resolve::fold(rel)) {
+                    self.names.remove_attachment(&a);
+                }
+            }
+        }
+    }
+
+    fn upsert(&mut self, f: FoundFile) {
+        let rel = f.rel.clone();
+        let mut tok = Tokenizer::default();
+        match prepare(&self.vault, f, &mut tok) {
+            Ok((entry, terms)) => {
+                self.insert(entry, terms);
+                tracing::debug!(path = %rel, "indexed");
+            }
+            Err(e) => {
+                tracing::info!(path = %rel, "not indexed: {e}");
+                self.remove(&rel);
+            }
+        }
+    }
+
+    /// Forgets one note by its on-disk relative path.
+    pub fn remove(&mut self, rel: &str) {
+        if let Some(&id) = self.by_rel.get(rel) {
+            self.unlink(id);
+            self.free.push(id);
+            tracing::debug!(path = %rel, "removed");
+        }
+    }
+
+    /// Resolves a caller's note reference.
+    pub fn resolve_ref(&self, input: &str) -> Result<u32, RefError> {
+        self.names.resolve_ref(input)
+    }
+
+    /// Names of notes whose title loosely resembles `input` (for "did you mean").
+    pub fn suggest(&self, input: &str, n: usize) -> Vec<u32> {
+        let mut tok = Tokenizer::default();
+        let terms = tok.query_terms(input);
+        self.search
+            .search(&terms, |_| true)
+            .into_iter()
+            .take(n)
+            .map(|s| s.doc)
+            .collect()
+    }
+
+    /// Outgoing links of a note, resolved.
+    pub fn outgoing(&self, id: u32) -> Vec<Outgoing> {
+        let Some(e) = self.get(id) else {
+            return Vec::new();
+        };
+        let folder = e.folded_folder();
+        e.parsed
+            .links
+            .iter()
+            .map(|l| {
+                let target = if l.path.is_empty() {
+                    Target::Note(id)
+                } else {
+                    self.names.resolve_link(&l.path, &folder)
+                };
+                Outgoing {
+                    link: l.clone(),
+                    target,
+                }
+            })
+            .collect()
+    }
+
+    /// Notes linking to `id` (each once, in listing order).
+    pub fn backlinks(&self, id: u32) -> Vec<u32> {
+        let Some(target) = self.get(id) else {
+            return Vec::new();
+        };
+        // Cheap pre-filter: the link's last path segment must be the title or an alias.
+        let mut wanted: Vec<String> = vec![resolve::fold(&target.title)];
+        wanted.extend(
+            target
+                .parsed
+                .frontmatter
+                .aliases
+                .iter()
+                .map(|a| resolve::fold(a)),
+        );
+        let mut out = Vec::new();
+        for &src in self.ordered.values() {
+            if src == id {
+                continue;
+            }
+            let Some(e) = self.get(src) else { continue };
+            let folder = e.folded_folder();
+            let hit = e.parsed.links.iter().any(|l| {
+                if l.path.is_empty() {
+                    return false;
+                }
+                let f = resolve::fold(&l.path);
+                let last = resolve::strip_md(f.rsplit('/').next().unwrap_or(&f));
+                (wanted.iter().any(|w| w == last) || wanted.contains(&f))
+                    && self.names.resolve_link(&l.path, &folder) == Target::Note(id)
+            });
+            if hit {
+                out.push(src);
+            }
+        }
+        out
+    }
+
+    /// Ranked full-text search with optional folder and tag filters.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        folder: Option<&str>,
+        tag: Option<&str>,
+    ) -> Vec<Hit> {
+        let mut tok = Tokenizer::default();
+        let terms = tok.query_terms(query);
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        let folder = folder.map(folder_filter);
+        let tag = tag.map(tags::normalize);
+        let exact = resolve::fold(query.trim());
+        let mut scored = self.search.search(&terms, |d| {
+            self.get(d)
+                .is_some_and(|e| self.keep(e, folder.as_deref(), tag.as_deref()))
+        });
+        // An exact title or alias match goes first.
+        for s in &mut scored {
+            if let Some(e) = self.get(s.doc)
+                && (resolve::fold(&e.title) == exact
+                    || e.parsed
+                        .frontmatter
+                        .aliases
+                        .iter()
+                        .any(|a| resolve::fold(a) == exact))
+            {
+                s.score *= 2.0;
+            }
+        }
+        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        scored
+            .into_iter()
+            .take(limit)
+            .filter_map(|s| {
+                let e = self.get(s.doc)?;
+                Some(Hit {
+                    id: s.doc,
+                    score: s.score,
+                    snippet: search::snippet(&mut tok, e.body(), &terms, 200),
+                })
+            })
+            .collect()
+    }
+
+    fn keep(&self, e: &NoteEntry, folder: Option<&str>, tag: Option<&str>) -> bool {
+        if let Some(f) = folder
+            && !f.is_empty()
+        {
+            let k = resolve::fold(&e.key);
+            if !(k.starts_with(f) && k.as_bytes().get(f.len()) == Some(&b'/')) {
+                return false;
+            }
+        }
+        if let Some(t) = tag
+            && !t.is_empty()
+            && !e.parsed.tags.iter().any(|x| tags::matches_filter(x, t))
+        {
+            return false;
+        }
+        true
+    }
+
+    /// Notes in stable (path) order after the cursor key, filtered; returns the page and the
+    /// last key when more remain.
+    pub fn list(
+        &self,
+        folder: Option<&str>,
+        tag: Option<&str>,
+        after: Option<&(String, String)>,
+        limit: usize,
+    ) -> (Vec<u32>, Option<(String, String)>) {
+        let folder = folder.map(folder_filter);
+        let tag = tag.map(tags::normalize);
+        let range: Box<dyn Iterator<Item = (&(String, String), &u32)>> = match after {
+            Some(k) => Box::new(self.ordered.range((
+                std::ops::Bound::Excluded(k.clone()),
+                std::ops::Bound::Unbounded,
+            ))),
+            None => Box::new(self.ordered.iter()),
+        };
+        let mut out = Vec::new();
+        let mut last = None;
+        for (k, &id) in range {
+            let Some(e) = self.get(id) else { continue };
+            if !self.keep(e, folder.as_deref(), tag.as_deref()) {
+                continue;
+            }
+            if out.len() == limit {
+                return (out, last);
+            }
+            out.push(id);
+            last = Some(k.clone());
+        }
+        (out, None)
+    }
+
+    /// Tag counts (notes per tag), sorted by count then name, filtered by prefix.
+    pub fn tags(&self, prefix: Option<&str>) -> Vec<(String, usize)> {
+        let prefix = prefix.map(tags::normalize).unwrap_or_default();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for e in self.slots.iter().flatten() {
+            for t in &e.parsed.tags {
+                if t.starts_with(&prefix) {
+                    *counts.entry(t.as_str()).or_default() += 1;
+                }
+            }
+        }
+        let mut v: Vec<(String, usize)> = counts
+            .into_iter()
+            .map(|(t, c)| (t.to_string(), c))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Rebuilds from scratch (after the watcher lost events).
+    pub fn rebuild(&mut self) -> BuildStats {
+        let (fresh, stats) = Self::build(self.vault.clone());
+        *self = fresh;
+        stats
+    }
+
+    /// The vault-relative path of an absolute path under the root, if any.
+    pub fn rel_of(&self, p: &Path) -> Option<String> {
+        self.vault.rel_of(p)
+    }
+}
+
+/// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.
+fn folder_filter(f: &str) -> String {
+    let f = f.trim();
+    let f = f.strip_prefix("note://").unwrap_or(f);
+    resolve::fold(f.trim_matches('/'))
+}

@@ -1,0 +1,590 @@
+//! Ranked full-text search: an in-memory inverted index with BM25F scoring over four fields
+//! (title+aliases, headings, tags, body), English stop words and Snowball stemming, and CJK
+//! text indexed as character unigrams and bigrams. Updated one document at a time, so the
+//! file watcher can keep it live. Knows nothing about files or MCP.
+//!
+//! Why hand-written: a note vault is small (thousands of documents, tens of MB), must update
+//! per file in milliseconds, and must start in well under a second; an embedded engine such
+//! as tantivy brings segment merging, a commit model and a far larger build for no gain here.
+
+use std::collections::HashMap;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Index fields.
+pub const TITLE: usize = 0;
+/// Headings field.
+pub const HEADINGS: usize = 1;
+/// Tags field.
+pub const TAGS: usize = 2;
+/// Body field.
+pub const BODY: usize = 3;
+const FIELDS: usize = 4;
+const WEIGHTS: [f32; FIELDS] = [5.0, 2.0, 2.0, 1.0];
+const B: [f32; FIELDS] = [0.3, 0.5, 0.3, 0.75];
+const K1: f32 = 1.2;
+
+/// Words too common to carry meaning in a question.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "tell",
+    "know",
+    "does",
+    "please",
+    "find",
+    "show",
+    "note",
+    "notes",
+    "vault",
+    "mention",
+    "mentions",
+    "mentioned",
+    "say",
+    "says",
+    "said",
+];
+
+fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.contains(&w)
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF
+        | 0x20000..=0x2FA1F)
+}
+
+/// Turns text into search terms. Reusable (holds the stemmer and a scratch buffer).
+pub struct Tokenizer {
+    stemmer: Stemmer,
+    word: String,
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Self {
+            stemmer: Stemmer::create(Algorithm::English),
+            word: String::new(),
+        }
+    }
+}
+
+impl Tokenizer {
+    /// Calls `f(term, byte_start, byte_end)` for every term in `text`. With `query` set, CJK
+    /// runs longer than one character give only bigrams (the index holds both).
+    pub fn each(&mut self, text: &str, query: bool, f: impl FnMut(&str, usize, usize)) {
+        self.each_filtered(text, query, None, f);
+    }
+
+    /// Like [`Tokenizer::each`], but with `only` set, words that cannot stem to one of those
+    /// terms (different first two letters) are skipped before stemming (fast snippet scans).
+    fn each_filtered(
+        &mut self,
+        text: &str,
+        query: bool,
+        only: Option<&[String]>,
+        mut f: impl FnMut(&str, usize, usize),
+    ) {
+        let mut chars = text.char_indices().peekable();
+        let mut buf = [0u8; 8];
+        while let Some((i, c)) = chars.next() {
+            if is_cjk(c) {
+                let mut prev = (i, c);
+                let mut run = 1;
+                loop {
+                    let next = chars.peek().copied().filter(|&(_, d)| is_cjk(d));
+                    let (pi, pc) = prev;
+                    let pend = pi + pc.len_utf8();
+                    let single_run = run == 1 && next.is_none();
+                    if !query || single_run {
+                        f(pc.encode_utf8(&mut buf), pi, pend);
+                    }
+                    let Some((ni, nc)) = next else { break };
+                    let bigram = &text[pi..ni + nc.len_utf8()];
+                    f(bigram, pi, ni + nc.len_utf8());
+                    chars.next();
+                    prev = (ni, nc);
+                    run += 1;
+                }
+                continue;
+            }
+            if !c.is_alphanumeric() {
+                continue;
+            }
+            let start = i;
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, d)) = chars.peek() {
+                if d.is_alphanumeric() && !is_cjk(d) {
+                    end = j + d.len_utf8();
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            self.word.clear();
+            for l in text[start..end].chars().flat_map(char::to_lowercase) {
+                self.word.push(l);
+            }
+            if self.word.len() > 64 || is_stop_word(&self.word) {
+                continue;
+            }
+            if let Some(only) = only
+                && !only.iter().any(|t| same_start(t, &self.word))
+            {
+                continue;
+            }
+            if self.word.bytes().any(|b| b.is_ascii_digit()) {
+                f(&self.word, start, end);
+            } else {
+                let stemmed = self.stemmer.stem(&self.word);
+                f(&stemmed, start, end);
+            }
+        }
+    }
+
+    /// The distinct terms of a query, in order.
+    pub fn query_terms(&mut self, q: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        self.each(q, true, |t, _, _| {
+            if !out.iter().any(|o| o == t) {
+                out.push(t.to_string());
+            }
+        });
+        out
+    }
+}
+
+/// Whether two strings share their first two characters (or one is a prefix of the other).
+fn same_start(a: &str, b: &str) -> bool {
+    a.chars().zip(b.chars()).take(2).all(|(x, y)| x == y)
+}
+
+/// A document prepared for the index (built off-lock, possibly on another thread).
+#[derive(Debug, Default, Clone)]
+pub struct DocTerms {
+    terms: Vec<(Box<str>, [u16; FIELDS])>,
+    lens: [u32; FIELDS],
+}
+
+impl DocTerms {
+    /// Tokenises the fields of one document.
+    pub fn build(tok: &mut Tokenizer, fields: [&str; FIELDS]) -> Self {
+        let mut map: HashMap<Box<str>, [u16; FIELDS]> = HashMap::new();
+        let mut lens = [0u32; FIELDS];
+        for (fi, text) in fields.iter().enumerate() {
+            tok.each(text, false, |t, _, _| {
+                lens[fi] += 1;
+                let e = match map.get_mut(t) {
+                    Some(e) => e,
+                    None => map.entry(t.into()).or_default(),
+                };
+                e[fi] = e[fi].saturating_add(1);
+            });
+        }
+        Self {
+            terms: map.into_iter().collect(),
+            lens,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    tf: [u16; FIELDS],
+}
+
+/// The inverted index. Documents are numbered by the caller (dense slot numbers).
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    dict: HashMap<Box<str>, u32>,
+    postings: Vec<Vec<Posting>>,
+    doc_terms: Vec<Vec<u32>>,
+    doc_lens: Vec<[u32; FIELDS]>,
+    live: Vec<bool>,
+    total_lens: [u64; FIELDS],
+    docs: u32,
+}
+
+/// One scored document.
+#[derive(Debug, Clone, Copy)]
+pub struct Scored {
+    /// The caller's document number.
+    pub doc: u32,
+    /// BM25F score.
+    pub score: f32,
+}
+
+impl SearchIndex {
+    /// Adds (or replaces) document `doc`.
+    pub fn insert(&mut self, doc: u32, terms: DocTerms) {
+        self.remove(doc);
+        let d = doc as usize;
+        if self.doc_terms.len() <= d {
+            self.doc_terms.resize_with(d + 1, Vec::new);
+            self.doc_lens.resize(d + 1, [0; FIELDS]);
+            self.live.resize(d + 1, false);
+        }
+        let mut ids = Vec::with_capacity(terms.terms.len());
+        for (term, tf) in terms.terms {
+            let next = self.postings.len() as u32;
+            let id = *self.dict.entry(term).or_insert(next);
+            if id == next {
+                self.postings.push(Vec::new());
+            }
+            self.postings[id as usize].push(Posting { doc, tf });
+            ids.push(id);
+        }
+        for (f, l) in terms.lens.iter().enumerate() {
+            self.total_lens[f] += u64::from(*l);
+        }
+        self.doc_terms[d] = ids;
+        self.doc_lens[d] = terms.lens;
+        self.live[d] = true;
+        self.docs += 1;
+    }
+
+    /// Removes document `doc` if present.
+    pub fn remove(&mut self, doc: u32) {
+        let d = doc as usize;
+        if !self.live.get(d).copied().unwrap_or(false) {
+            return;
+        }
+        for id in std::mem::take(&mut self.doc_terms[d]) {
+            self.postings[id as usize].retain(|p| p.doc != doc);
+        }
+        for (f, l) in self.doc_lens[d].iter().enumerate() {
+            self.total_lens[f] -= u64::from(*l);
+        }
+        self.live[d] = false;
+        self.docs -= 1;
+    }
+
+    /// Scores every document matching any of `terms`; `keep` filters documents.
+    pub fn search(&self, terms: &[String], keep: impl Fn(u32) -> bool) -> Vec<Scored> {
+        if self.docs == 0 {
+            return Vec::new();
+        }
+        let n = self.docs as f32;
+        let avg = self.total_lens.map(|t| (t as f32 / n).max(1.0));
+        let mut scores: HashMap<u32, (f32, u32)> = HashMap::new();
+        for term in terms {
+            let Some(&id) = self.dict.get(term.as_str()) else {
+                continue;
+            };
+            let list = &self.postings[id as usize];
+            let df = list.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for p in list {
+                let lens = &self.doc_lens[p.doc as usize];
+                let mut tf = 0.0;
+                for f in 0..FIELDS {
+                    if p.tf[f] > 0 {
+                        let norm = 1.0 - B[f] + B[f] * lens[f] as f32 / avg[f];
+                        tf += WEIGHTS[f] * f32::from(p.tf[f]) / norm;
+                    }
+                }
+                let e = scores.entry(p.doc).or_insert((0.0, 0));
+                e.0 += idf * tf * (K1 + 1.0) / (K1 + tf);
+                e.1 += 1;
+            }
+        }
+        let q = terms.len().max(1) as f32;
+        let mut out: Vec<Scored> = scores
+            .into_iter()
+            .filter(|(d, _)| keep(*d))
+            // Reward documents that match more of the question's distinct terms.
+            .map(|(doc, (s, matched))| Scored {
+                doc,
+                score: s * (0.5 + 0.5 * matched as f32 / q),
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        out
+    }
+
+    /// Number of live documents.
+    pub fn len(&self) -> usize {
+        self.docs as usize
+    }
+
+    /// Whether the index is empty.
+    pub fn is_empty(&self) -> bool {
+        self.docs == 0
+    }
+
+    /// Number of distinct terms (for statistics).
+    pub fn terms(&self) -> usize {
+        self.dict.len()
+    }
+}
+
+/// A snippet of about `width` characters from `body`, centred on the densest cluster of query
+/// terms, whitespace collapsed, with `…` where text was cut.
+pub fn snippet(tok: &mut Tokenizer, body: &str, terms: &[String], width: usize) -> String {
+    const SCAN: usize = 4_000_000;
+    let scan = floor_char(body, SCAN.min(body.len()));
+    let mut hits: Vec<(usize, usize)> = Vec::new();
+    tok.each_filtered(&body[..scan], false, Some(terms), |t, s, _| {
+        if let Some(i) = terms.iter().position(|q| q == t) {
+            hits.push((s, i));
+        }
+    });
+    let start = if hits.is_empty() {
+        0
+    } else {
+        // The hit whose following window covers the most distinct terms.
+        let mut best = (0usize, 0usize);
+        let mut seen = vec![false; terms.len()];
+        for (k, &(s, _)) in hits.iter().enumerate() {
+            seen.iter_mut().for_each(|x| *x = false);
+            let mut distinct = 0;
+            for &(s2, ti) in &hits[k..] {
+                if s2 - s > width * 3 / 2 {
+                    break;
+                }
+                if !seen[ti] {
+                    seen[ti] = true;
+                    distinct += 1;
+                }
+            }
+            if distinct > best.1 {
+                best = (s, distinct);
+            }
+        }
+        // Start a little before the match, at a word boundary.
+        let back = body[..best.0]
+            .char_indices()
+            .rev()
+            .nth(width / 4)
+            .map_or(0, |(i, _)| i);
+        body[back..best.0]
+            .find(char::is_whitespace)
+            .map_or(back, |w| back + w)
+    };
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    let mut count = 0;
+    let mut last_space = true;
+    let mut cut = false;
+    for c in body[start..].chars() {
+        if count >= width {
+            cut = true;
+            break;
+        }
+        if c.is_whitespace() {
+            if !last_space {
+                out.push(' ');
+                count += 1;
+            }
+            last_space = true;
+        } else {
+            out.push(c);
+            count += 1;
+            last_space = false;
+        }
+    }
+    let trimmed = out.trim_end().len();
+    out.truncate(trimmed);
+    if cut {
+        out.push('…');
+    }
+    out
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        let mut t = Tokenizer::default();
+        let mut out = Vec::new();
+        t.each(text, false, |w, _, _| out.push(w.to_string()));
+        out
+    }
+
+    #[test]
+    fn stems_and_drops_stop_words() {
+        assert_eq!(terms("What are the running Foxes?"), vec!["run", "fox"]);
+        assert_eq!(terms("version 2024"), vec!["version", "2024"]);
+    }
+
+    #[test]
+    fn cjk_unigrams_and_bigrams() {
+        assert_eq!(terms("東京都"), vec!["東", "東京", "京", "京都", "都"]);
+        let mut t = Tokenizer::default();
+        assert_eq!(t.query_terms("東京"), vec!["東京"]);
+        assert_eq!(t.query_terms("東"), vec!["東"]);
+    }
+
+    #[test]
+    fn ranks_title_over_body_and_removes() {
+        let mut tok = Tokenizer::default();
+        let mut idx = SearchIndex::default();
+        idx.insert(
+            0,
+            DocTerms::build(&mut tok, ["Photosynthesis", "", "", "plants use light"]),
+        );
+        idx.insert(
+            1,
+            DocTerms::build(
+                &mut tok,
+                [
+                    "Cells",
+                    "",
+                    "",
+                    "photosynthesis happens in chloroplasts of cells and more words here",
+                ],
+            ),
+        );
+        let q = tok.query_terms("how does photosynthesis work");
+        let hits = idx.search(&q, |_| true);
+        assert_eq!(hits[0].doc, 0);
+        assert_eq!(hits.len(), 2);
+        idx.remove(0);
+        assert_eq!(idx.search(&q, |_| true).len(), 1);
+        idx.insert(1, DocTerms::build(&mut tok, ["Cells", "", "", "nothing"]));
+        assert!(idx.search(&q, |_| true).is_empty());
+        assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn snippet_centres_on_match() {
+        let mut tok = Tokenizer::default();
+        let body = format!(
+            "{} the mitochondria is the powerhouse {}",
+            "filler ".repeat(100),
+            "tail ".repeat(100)
+        );
+        let q = tok.query_terms("powerhouse");
+        let s = snippet(&mut tok, &body, &q, 80);
+        assert!(s.contains("powerhouse"), "{s}");
+        assert!(s.starts_with('…') && s.ends_with('…'));
+        assert!(s.chars().count() <= 84);
+    }
+}
