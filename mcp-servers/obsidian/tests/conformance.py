@@ -1,0 +1,166 @@
+"""Conformance check: drive obsidian-kb through the official MCP Python SDK (`pip install mcp`).
+
+Usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR
+Initialises, lists tools (all five, object input schemas, output schemas), calls each tool (the
+SDK validates structured content against the output schema), lists and reads resources, lists
+resource templates, and checks that bad input is a clean error. Exits non-zero on any failure and
+prints `conformance: N passed, M failed`.
+"""
+
+import asyncio
+import sys
+import traceback
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import mcp.types as types
+
+EXPECTED_TOOLS = {"search_notes", "list_notes", "read_note", "get_links", "list_tags"}
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    async def run(self, name, coro):
+        try:
+            await coro
+            self.passed += 1
+            print(f"  ok    {name}")
+        except Exception as e:  # noqa: BLE001 - report every failure, keep going
+            self.failed += 1
+            print(f"  FAIL  {name}: {e!r}")
+            traceback.print_exc(limit=2)
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+async def main(binary, vault):
+    checks = Checks()
+    params = StdioServerParameters(command=binary, args=["--vault", vault], env={"RUST_LOG": "warn"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            init = await s.initialize()
+            print(f"server: {init.server_info.name} {init.server_info.version}, protocol {init.protocol_version}")
+
+            async def tools_listed():
+                tools = (await s.list_tools()).tools
+                names = {t.name for t in tools}
+                assert names == EXPECTED_TOOLS, names
+                for t in tools:
+                    assert t.input_schema.get("type") == "object", (t.name, t.input_schema)
+                    assert t.output_schema and t.output_schema.get("type") == "object", t.name
+                    assert t.description, t.name
+                    assert t.annotations and t.annotations.read_only_hint is True, t.name
+
+            await checks.run("tools/list: five tools, object schemas", tools_listed())
+
+            async def search():
+                r = await s.call_tool("search_notes", {"query": "how much water does the pump deliver per hour"})
+                assert not r.is_error, text_of(r)
+                hits = r.structured_content["hits"]
+                assert hits and hits[0]["uri"] == "note://Projects/Alpha", hits
+                assert "note://Projects/Alpha" in text_of(r)
+                r = await s.call_tool("search_notes", {"query": "東京タワー", "limit": 3})
+                assert r.structured_content["hits"][0]["uri"] == "note://日本語ノート"
+
+            await checks.run("tools/call search_notes", search())
+
+            async def list_notes():
+                seen, cursor = [], None
+                while True:
+                    args = {"limit": 4} | ({"cursor": cursor} if cursor else {})
+                    r = await s.call_tool("list_notes", args)
+                    assert not r.is_error, text_of(r)
+                    seen += [n["uri"] for n in r.structured_content["notes"]]
+                    cursor = r.structured_content["next_cursor"]
+                    if not cursor:
+                        break
+                assert len(seen) == len(set(seen)) and "note://Home" in seen, seen
+                assert not any(".obsidian" in u or ".trash" in u for u in seen)
+
+            await checks.run("tools/call list_notes (paged)", list_notes())
+
+            async def read_note():
+                r = await s.call_tool("read_note", {"uri": "note://Projects/Beta", "section": "Goals"})
+                assert not r.is_error, text_of(r)
+                sc = r.structured_content
+                assert sc["uri"] == "note://Projects/Beta" and "irrigation" in sc["content"], sc
+                assert sc["frontmatter"]["aliases"] == ["Second Project"]
+                r = await s.call_tool("read_note", {"uri": "Second Project"})
+                assert r.structured_content["uri"] == "note://Projects/Beta"
+
+            await checks.run("tools/call read_note", read_note())
+
+            async def get_links():
+                r = await s.call_tool("get_links", {"uri": "Alpha"})
+                assert not r.is_error, text_of(r)
+                back = {b["uri"] for b in r.structured_content["backlinks"]}
+                assert "note://Home" in back, back
+
+            await checks.run("tools/call get_links", get_links())
+
+            async def list_tags():
+                r = await s.call_tool("list_tags", {"prefix": "project"})
+                assert not r.is_error, text_of(r)
+                tags = {t["tag"] for t in r.structured_content["tags"]}
+                assert {"project/alpha", "project/beta"} <= tags, tags
+
+            await checks.run("tools/call list_tags", list_tags())
+
+            async def tool_errors():
+                r = await s.call_tool("read_note", {"uri": "../../etc/passwd"})
+                assert r.is_error, r
+                r = await s.call_tool("read_note", {"uri": "Meeting"})
+                assert r.is_error and "note://Work/Meeting" in text_of(r), text_of(r)
+
+            await checks.run("tools/call errors are isError results", tool_errors())
+
+            async def resources():
+                uris, cursor = [], None
+                while True:
+                    res = await s.list_resources(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                    uris += [r.uri for r in res.resources]
+                    cursor = res.next_cursor
+                    if not cursor:
+                        break
+                assert "note://Home" in uris, uris
+                for uri in uris:
+                    rr = await s.read_resource(uri)
+                    assert rr.contents and rr.contents[0].uri == uri, (uri, rr.contents[0].uri)
+
+            await checks.run("resources/list + resources/read every note", resources())
+
+            async def templates():
+                t = await s.list_resource_templates()
+                assert [x.uri_template for x in t.resource_templates] == ["note://{path}"]
+
+            await checks.run("resources/templates/list", templates())
+
+            async def resource_error():
+                try:
+                    await s.read_resource("file:///etc/passwd")
+                except Exception as e:  # the SDK raises McpError for JSON-RPC errors
+                    assert "root:" not in str(e)
+                    return
+                raise AssertionError("reading file:///etc/passwd did not fail")
+
+            await checks.run("resources/read outside the vault is an error", resource_error())
+
+            async def still_alive():
+                await s.send_ping()
+
+            await checks.run("server still serving", still_alive())
+
+    print(f"conformance: {checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR")
+    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))
