@@ -234,6 +234,13 @@ pub fn default_config_path(
 
 /// The built-in default: the bundled vault server, run as a child of this very binary.
 pub fn builtin(vault: &Path) -> Result<ServersConfig, ConfigError> {
+    let exe = std::env::current_exe().map_err(ConfigError::CurrentExe)?;
+    builtin_for(&exe, vault)
+}
+
+/// The built-in default with the `recall` binary at `exe` (tests pass the built binary, since
+/// their own executable is the test harness).
+pub fn builtin_for(exe: &Path, vault: &Path) -> Result<ServersConfig, ConfigError> {
     if !vault.is_dir() {
         return Err(ConfigError::VaultNotFound {
             path: vault.to_path_buf(),
@@ -243,7 +250,6 @@ pub fn builtin(vault: &Path) -> Result<ServersConfig, ConfigError> {
     let vault = std::path::absolute(vault).map_err(|_| ConfigError::VaultNotFound {
         path: vault.to_path_buf(),
     })?;
-    let exe = std::env::current_exe().map_err(ConfigError::CurrentExe)?;
     let utf8 = |p: &Path| {
         p.to_str()
             .map(str::to_owned)
@@ -253,7 +259,7 @@ pub fn builtin(vault: &Path) -> Result<ServersConfig, ConfigError> {
     };
     let mut spec = ServerSpec::new(
         VAULT_SERVER,
-        utf8(&exe)?,
+        utf8(exe)?,
         vec![VAULT_SUBCOMMAND.into(), "--vault".into(), utf8(&vault)?],
     );
     spec.read_only = true;

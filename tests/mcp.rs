@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use recall::config::ServerSpec;
+use recall::config::{self, ServerSpec};
 use recall::mcp::{McpManager, ServerStatus, ToolHost};
 use recall::tool::{ToolCall, ToolOutput};
 use serde_json::{Map, Value, json};
@@ -432,16 +432,12 @@ async fn bundled_vault_server_runs_as_a_child_of_recall_next_to_a_third_party_se
         "fixture vault missing at {}",
         vault.display()
     );
-    let mut vault_server = ServerSpec::new(
-        "vault",
-        env!("CARGO_BIN_EXE_recall"),
-        vec![
-            "mcp-vault-server".into(),
-            "--vault".into(),
-            vault.to_str().unwrap().into(),
-        ],
-    );
-    vault_server.read_only = true;
+    // The built-in default config, pointed at the built `recall` binary instead of this harness.
+    let builtin = config::builtin_for(Path::new(env!("CARGO_BIN_EXE_recall")), &vault).unwrap();
+    let [vault_server] = builtin.servers.as_slice() else {
+        panic!("{builtin:?}")
+    };
+    let vault_server = vault_server.clone();
     let manager = McpManager::start(&[vault_server, time_server("time")]).await;
     for report in manager.servers() {
         assert_eq!(report.status, ServerStatus::Running, "{report:?}");
