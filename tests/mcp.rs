@@ -473,3 +473,34 @@ async fn bundled_vault_server_runs_as_a_child_of_recall_next_to_a_third_party_se
     );
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_drives_the_manager() {
+    require(&root().join(".venv-peers/bin/mcp-server-time"));
+    let text = r#"{
+      "globalShortcut": "ignored",
+      "mcpServers": {
+        "clock": {
+          "command": "${env:REPO}/.venv-peers/bin/mcp-server-time",
+          "args": ["--local-timezone", "UTC"],
+          "allowedTools": ["get_current_time"],
+          "readOnly": true,
+          "timeoutSecs": 5
+        }
+      }
+    }"#;
+    let repo = root().to_str().unwrap().to_owned();
+    let env = move |var: &str| (var == "REPO").then(|| repo.clone());
+    let cfg = config::parse(text, Path::new("config.json"), &env).unwrap();
+    assert_eq!(cfg.warnings.len(), 1);
+    let manager = McpManager::start(&cfg.servers).await;
+    let names: Vec<String> = manager.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["get_current_time"]);
+    assert!(manager.route("get_current_time").unwrap().read_only);
+    assert_ok(
+        &manager
+            .call(&call("get_current_time", json!({"timezone": "Asia/Tokyo"})))
+            .await,
+    );
+    manager.shutdown().await;
+}
