@@ -65,6 +65,18 @@ pub struct ModelArgs {
     pub seed: u32,
 }
 
+impl ModelArgs {
+    /// The sampling settings these flags ask for.
+    pub fn sampling(&self) -> crate::engine::Sampling {
+        crate::engine::Sampling {
+            temperature: self.temp,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            seed: self.seed,
+        }
+    }
+}
+
 /// Flags that choose the tool servers.
 #[derive(Debug, Args, Clone)]
 pub struct ServerArgs {
@@ -88,6 +100,9 @@ pub struct AgentArgs {
     /// Let the model write anything on the decision step (no grammar).
     #[arg(long)]
     pub no_grammar: bool,
+    /// Let the model answer without looking anything up (by default its first step must call a tool).
+    #[arg(long)]
+    pub tools_optional: bool,
     /// Most tokens in the answer.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,

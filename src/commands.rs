@@ -3,12 +3,21 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
+use serde_json::{Value, json};
 
-use crate::cli::{GlobalArgs, ModelArgs};
+use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
+use crate::config;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
+use crate::engine::llama::{ModelInfo, SessionOptions};
+use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
+use crate::prompt::{ChatTemplate, Message};
+use crate::tool::{ToolCall, ToolOutput};
 
 /// Resolves `--model` to a file (downloading if needed) and loads it.
 pub fn load_model(args: &ModelArgs) -> Result<Engine> {
@@ -132,4 +141,331 @@ fn hf_cached(repo: &str, file: &str) -> Option<PathBuf> {
 pub fn mcp_vault_server(vault: PathBuf) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(obsidian_kb::serve_stdio(vault))
+}
+
+/// Starts every configured tool server (concurrently) on a fresh runtime.
+fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
+    let config = config::load(args.config.as_deref(), args.vault.as_deref())?;
+    for warning in &config.warnings {
+        eprintln!("recall: {warning}");
+    }
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let manager = runtime.block_on(McpManager::start(&config.servers));
+    for server in manager.servers() {
+        if let ServerStatus::Failed {
+            reason,
+            stderr_tail,
+        } = &server.status
+        {
+            eprintln!("recall: server {} failed to start: {reason}", server.name);
+            for line in stderr_tail {
+                eprintln!("    {line}");
+            }
+        }
+    }
+    Ok((runtime, manager))
+}
+
+/// `recall tools`: servers, their status and tools.
+pub fn tools(global: &GlobalArgs, args: &ServerArgs) -> Result<()> {
+    let (runtime, manager) = start_servers(args)?;
+    let routed = manager.routed_tools();
+    let mut out = std::io::stdout().lock();
+    if global.json {
+        let servers: Vec<Value> = manager
+            .servers()
+            .iter()
+            .map(|s| {
+                json!({"name": s.name, "status": s.status.to_string(), "read_only": s.read_only,
+                       "tools": s.tools})
+            })
+            .collect();
+        let tools: Vec<Value> = routed
+            .iter()
+            .map(|t| {
+                json!({"name": t.spec.name, "server": t.route.server, "tool": t.route.tool,
+                       "prefixed": t.route.prefixed, "description": t.spec.description,
+                       "input_schema": t.spec.input_schema})
+            })
+            .collect();
+        writeln!(out, "{}", json!({"servers": servers, "tools": tools}))?;
+    } else {
+        for server in manager.servers() {
+            let access = if server.read_only {
+                "read-only"
+            } else {
+                "asks before each call"
+            };
+            writeln!(out, "{} ({}, {access})", server.name, server.status)?;
+            for tool in routed.iter().filter(|t| t.route.server == server.name) {
+                let renamed = if tool.route.prefixed {
+                    format!(
+                        "  (renamed from {}: another server has a tool of that name)",
+                        tool.route.tool
+                    )
+                } else {
+                    String::new()
+                };
+                let summary = tool.spec.description.lines().next().unwrap_or("");
+                writeln!(out, "  {}{renamed}\n      {summary}", tool.spec.name)?;
+            }
+        }
+    }
+    runtime.block_on(manager.shutdown());
+    Ok(())
+}
+
+/// `recall call TOOL 'JSON'`: one call, its result printed.
+pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str) -> Result<()> {
+    let arguments: Value = serde_json::from_str(arguments)
+        .with_context(|| format!("arguments must be a JSON object, got {arguments:?}"))?;
+    let Value::Object(arguments) = arguments else {
+        anyhow::bail!("arguments must be a JSON object like '{{\"query\": \"bread\"}}'");
+    };
+    let (runtime, manager) = start_servers(args)?;
+    let call = ToolCall {
+        name: tool.to_string(),
+        arguments,
+    };
+    let needs_approval = manager.route(tool).is_some_and(|r| !r.read_only);
+    let output = if needs_approval && !args.yes && !confirm(&format!("Call {tool}?"))? {
+        ToolOutput {
+            text: format!("not called: {tool} needs approval (pass --yes)"),
+            structured: None,
+            is_error: true,
+        }
+    } else {
+        runtime.block_on(manager.call(&call))
+    };
+    runtime.block_on(manager.shutdown());
+    let mut out = std::io::stdout().lock();
+    if global.json {
+        writeln!(
+            out,
+            "{}",
+            json!({"text": output.text, "structured": output.structured, "is_error": output.is_error})
+        )?;
+    } else {
+        writeln!(out, "{}", output.text)?;
+    }
+    if output.is_error {
+        anyhow::bail!("{tool} returned an error");
+    }
+    Ok(())
+}
+
+/// `recall render`: the decision-step prompt, exactly as it would be tokenized (Llama 3 layout).
+pub fn render(args: &ServerArgs, question: &str) -> Result<()> {
+    let (runtime, manager) = start_servers(args)?;
+    let tools = manager.tools();
+    runtime.block_on(manager.shutdown());
+    let conversation = [
+        Message::system(agent::SYSTEM_PROMPT.trim()),
+        Message::user(question),
+    ];
+    let prompt = ChatTemplate::llama3().decision(&conversation, &tools)?;
+    write!(std::io::stdout().lock(), "{}", prompt.text)?;
+    Ok(())
+}
+
+/// `recall ask`: one question, the answer streamed, then the notes it used.
+pub fn ask(
+    global: &GlobalArgs,
+    model_args: &ModelArgs,
+    server_args: &ServerArgs,
+    agent_args: &AgentArgs,
+    question: &str,
+) -> Result<()> {
+    let (runtime, manager) = start_servers(server_args)?;
+    let engine = load_model(model_args)?;
+    let info = engine.info();
+    let template = ChatTemplate::new(
+        info.chat_template.as_deref(),
+        &info.bos_text,
+        &info.eos_text,
+    )?;
+    tracing::info!("prompt family: {}", template.family().name());
+    if global.verbose {
+        eprintln!(
+            "recall: model {} ({}), prompt family {}",
+            info.name,
+            info.path.display(),
+            template.family().name()
+        );
+    }
+    let mut session = engine.session(&SessionOptions {
+        n_ctx: model_args.ctx,
+        threads: model_args.threads,
+    })?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    runtime.spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    });
+    let mut approver = approver(server_args.yes);
+    let mut agent = Agent {
+        model: &mut session,
+        host: &manager,
+        runtime: &runtime,
+        template: &template,
+        approver: approver.as_mut(),
+        options: AgentOptions {
+            max_steps: agent_args.max_steps,
+            answer_tokens: agent_args.max_tokens,
+            grammar: !agent_args.no_grammar,
+            tool_first: !agent_args.tools_optional,
+            sampling: model_args.sampling(),
+            cancel: Some(cancel),
+        },
+    };
+    let mut conversation = Vec::new();
+    let stream = !global.json;
+    let mut stdout = std::io::stdout();
+    let turn = agent.ask(&mut conversation, question, &mut |text| {
+        if stream
+            && stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+        {
+            // The reader went away (a closed pipe): nobody is left to read the rest.
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    runtime.block_on(manager.shutdown());
+
+    let report = turn_json(&turn, info);
+    if let Some(path) = &global.transcript {
+        write_transcript(path, &conversation, &report)?;
+    }
+    let mut out = stdout.lock();
+    if global.json {
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(out)?;
+        if !turn.citations.is_empty() {
+            writeln!(out, "\nNotes used:")?;
+            for c in &turn.citations {
+                writeln!(out, "- {} ({})", c.title, c.uri)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn approver(yes: bool) -> Box<dyn Approver> {
+    if yes {
+        Box::new(ApproveAll)
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        Box::new(TerminalApprover::default())
+    } else {
+        Box::new(RefuseAll)
+    }
+}
+
+/// Asks on the terminal: y (once), n, or always (this tool, for the rest of the run).
+#[derive(Default)]
+struct TerminalApprover {
+    always: std::collections::HashSet<String>,
+}
+
+impl Approver for TerminalApprover {
+    fn approve(&mut self, call: &ToolCall, route: &ToolRoute) -> bool {
+        if self.always.contains(&call.name) {
+            return true;
+        }
+        let question = format!(
+            "Allow {} on server {} with {}? [y/n/always]",
+            call.name,
+            route.server,
+            Value::Object(call.arguments.clone())
+        );
+        match ask_line(&question).as_deref() {
+            Some("y" | "yes") => true,
+            Some("a" | "always") => {
+                self.always.insert(call.name.clone());
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+fn ask_line(question: &str) -> Option<String> {
+    eprint!("{question} ");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok()?;
+    Some(line.trim().to_lowercase())
+}
+
+fn confirm(question: &str) -> Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    Ok(matches!(
+        ask_line(&format!("{question} [y/n]")).as_deref(),
+        Some("y" | "yes")
+    ))
+}
+
+fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
+    let steps: Vec<Value> = turn
+        .steps
+        .iter()
+        .map(|s| {
+            let calls: Vec<Value> = s
+                .calls
+                .iter()
+                .map(|c| {
+                    json!({"name": c.name, "arguments": c.arguments, "server": c.server, "ok": c.ok,
+                           "result_chars": c.result_chars, "ms": c.elapsed.as_millis() as u64})
+                })
+                .collect();
+            json!({
+                "kind": s.kind,
+                "output": s.output,
+                "calls": calls,
+                "timings": {
+                    "prompt_tokens": s.stats.prompt_tokens,
+                    "prompt_tokens_reused": s.stats.reused_tokens,
+                    "prompt_tokens_evaluated": s.stats.evaluated_tokens,
+                    "generated_tokens": s.stats.generated_tokens,
+                    "prompt_ms": s.stats.prompt_time.as_millis() as u64,
+                    "generation_ms": s.stats.generation_time.as_millis() as u64,
+                },
+            })
+        })
+        .collect();
+    let citations: Vec<Value> = turn
+        .citations
+        .iter()
+        .map(|c| json!({"title": c.title, "uri": c.uri}))
+        .collect();
+    json!({
+        "answer": turn.answer,
+        "citations": citations,
+        "steps": steps,
+        "model": info.name,
+    })
+}
+
+fn write_transcript(
+    path: &std::path::Path,
+    conversation: &[Message],
+    report: &Value,
+) -> Result<()> {
+    let messages: Vec<Value> = conversation
+        .iter()
+        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+        .collect();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot write transcript {}", path.display()))?;
+    writeln!(file, "{}", json!({"messages": messages, "run": report}))?;
+    Ok(())
 }

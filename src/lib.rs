@@ -3,6 +3,7 @@
 //! Data flows one way: question → [`prompt`] → [`engine`] (decode) → [`parse`] → route → [`mcp`] →
 //! result → prompt. See `ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -49,12 +50,19 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => commands::bench(&global, &model, n_prompt, n_gen, repetitions),
         Command::Models => commands::models(),
         Command::McpVaultServer { vault } => commands::mcp_vault_server(vault),
-        Command::Ask { .. }
-        | Command::Tools { .. }
-        | Command::Call { .. }
-        | Command::Render { .. } => {
-            anyhow::bail!("not built yet")
-        }
+        Command::Ask {
+            question,
+            model,
+            servers,
+            agent,
+        } => commands::ask(&global, &model, &servers, &agent, &question),
+        Command::Tools { servers } => commands::tools(&global, &servers),
+        Command::Call {
+            tool,
+            arguments,
+            servers,
+        } => commands::call(&global, &servers, &tool, &arguments),
+        Command::Render { question, servers } => commands::render(&servers, &question),
     }
 }
 

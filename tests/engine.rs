@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -15,6 +16,10 @@ fn greedy(max_tokens: usize) -> GenerateRequest {
         ..Sampling::default()
     };
     request
+}
+
+fn ignore(_: &str) -> ControlFlow<()> {
+    ControlFlow::Continue(())
 }
 
 fn chatml(user: &str) -> String {
@@ -74,16 +79,16 @@ fn max_tokens_and_stop_strings_end_generation() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
     let prompt = chatml("Count from 1 to 20, separated by commas.");
-    let done = session.generate(&prompt, &greedy(3), &mut |_| {}).unwrap();
+    let done = session.generate(&prompt, &greedy(3), &mut ignore).unwrap();
     assert_eq!(done.stop, StopReason::MaxTokens);
     assert_eq!(done.stats.generated_tokens, 3);
 
     // Whatever greedy decoding writes first, stopping on its second character must cut there.
-    let free = session.generate(&prompt, &greedy(8), &mut |_| {}).unwrap();
+    let free = session.generate(&prompt, &greedy(8), &mut ignore).unwrap();
     let second: String = free.text.chars().skip(1).take(1).collect();
     let mut request = greedy(8);
     request.stop = vec![second.clone()];
-    let stopped = session.generate(&prompt, &request, &mut |_| {}).unwrap();
+    let stopped = session.generate(&prompt, &request, &mut ignore).unwrap();
     assert_eq!(stopped.stop, StopReason::StopString(second));
     assert_eq!(stopped.text, free.text.chars().take(1).collect::<String>());
 }
@@ -94,7 +99,7 @@ fn second_call_evaluates_only_the_new_tokens() {
     let mut session = engine.session(&session_options()).unwrap();
     let first_prompt = chatml("What is the capital of France?");
     let first = session
-        .generate(&first_prompt, &greedy(16), &mut |_| {})
+        .generate(&first_prompt, &greedy(16), &mut ignore)
         .unwrap();
     assert_eq!(first.stats.reused_tokens, 0);
     assert_eq!(first.stats.evaluated_tokens, first.stats.prompt_tokens);
@@ -104,7 +109,7 @@ fn second_call_evaluates_only_the_new_tokens() {
         first.text
     );
     let second = session
-        .generate(&follow_up, &greedy(16), &mut |_| {})
+        .generate(&follow_up, &greedy(16), &mut ignore)
         .unwrap();
     let new_tokens = engine.tokenize_prompt(&follow_up).len() - first.stats.prompt_tokens;
     assert!(
@@ -122,11 +127,11 @@ fn second_call_evaluates_only_the_new_tokens() {
     // The same prompt again reuses everything but the one token needed for fresh logits, and
     // greedy decoding gives the same text as on a cold cache.
     let again = session
-        .generate(&follow_up, &greedy(16), &mut |_| {})
+        .generate(&follow_up, &greedy(16), &mut ignore)
         .unwrap();
     assert_eq!(again.stats.evaluated_tokens, 1);
     let mut cold = engine.session(&session_options()).unwrap();
-    let cold_run = cold.generate(&follow_up, &greedy(16), &mut |_| {}).unwrap();
+    let cold_run = cold.generate(&follow_up, &greedy(16), &mut ignore).unwrap();
     assert_eq!(again.text, cold_run.text);
     assert_eq!(second.text, cold_run.text);
 }
@@ -144,7 +149,7 @@ call ::= ("search_notes" | "read_note") "(query=\"" [a-z ]{1,20} "\")""#
         lazy_patterns: Vec::new(),
     });
     let done = session
-        .generate(&chatml("Find my notes about bread."), &request, &mut |_| {})
+        .generate(&chatml("Find my notes about bread."), &request, &mut ignore)
         .unwrap();
     let re = regex::Regex::new(r#"^\[(search_notes|read_note)\(query="[a-z ]{1,20}"\)(, ?(search_notes|read_note)\(query="[a-z ]{1,20}"\))*\]$"#).unwrap();
     assert!(
@@ -167,10 +172,10 @@ fn a_lazy_grammar_leaves_free_text_free() {
         lazy_patterns: vec![r"^\s*(\[)[\s\S]*".to_string()],
     });
     let unconstrained = session
-        .generate(&chatml("Say hello."), &greedy(24), &mut |_| {})
+        .generate(&chatml("Say hello."), &greedy(24), &mut ignore)
         .unwrap();
     let constrained = session
-        .generate(&chatml("Say hello."), &request, &mut |_| {})
+        .generate(&chatml("Say hello."), &request, &mut ignore)
         .unwrap();
     assert!(!unconstrained.text.trim_start().starts_with('['));
     assert_eq!(constrained.text, unconstrained.text);
@@ -183,7 +188,7 @@ fn cancel_ends_the_turn() {
     let mut request = greedy(64);
     request.cancel = Some(Arc::new(AtomicBool::new(true)));
     let done = session
-        .generate(&chatml("Tell a story."), &request, &mut |_| {})
+        .generate(&chatml("Tell a story."), &request, &mut ignore)
         .unwrap();
     assert_eq!(done.stop, StopReason::Cancelled);
     assert_eq!(done.stats.generated_tokens, 0);
@@ -200,7 +205,7 @@ fn an_oversized_prompt_is_an_error_not_a_crash() {
         .unwrap();
     let long = chatml(&"word ".repeat(400));
     let err = session
-        .generate(&long, &greedy(4), &mut |_| {})
+        .generate(&long, &greedy(4), &mut ignore)
         .unwrap_err();
     assert!(
         matches!(err, EngineError::ContextOverflow { prompt_tokens, n_ctx } if prompt_tokens > n_ctx),

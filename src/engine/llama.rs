@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::num::NonZeroU32;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
@@ -469,7 +470,7 @@ impl ChatModel for Session<'_> {
         &mut self,
         prompt: &str,
         request: &GenerateRequest,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError> {
         let tokens = self.engine.tokens(prompt);
         let n_ctx = self.ctx.n_ctx() as usize;
@@ -526,11 +527,16 @@ impl ChatModel for Session<'_> {
             piece.clear();
             vocab.token_to_piece_into(token, &mut piece, true, None);
             let pushed = stream.push(&piece);
-            if !pushed.text.is_empty() {
-                on_text(&pushed.text);
-            }
+            let flow = if pushed.text.is_empty() {
+                ControlFlow::Continue(())
+            } else {
+                on_text(&pushed.text)
+            };
             if let Some(stop) = pushed.stopped_on {
                 break StopReason::StopString(stop);
+            }
+            if flow.is_break() {
+                break StopReason::StoppedByCaller;
             }
             let pos = self.cached.len();
             if pos + 1 >= n_ctx {
@@ -548,7 +554,8 @@ impl ChatModel for Session<'_> {
         if !matches!(stop, StopReason::StopString(_)) {
             let tail = stream.finish();
             if !tail.is_empty() {
-                on_text(&tail);
+                // Generation is over either way; the callback only sees the last text.
+                let _ = on_text(&tail);
             }
         }
         Ok(Completion {

@@ -14,6 +14,7 @@ pub mod llama;
 pub mod scripted;
 pub mod stream;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -99,6 +100,8 @@ pub enum StopReason {
     ContextFull,
     /// [`GenerateRequest::cancel`] was set.
     Cancelled,
+    /// The `on_text` callback asked to stop.
+    StoppedByCaller,
 }
 
 /// Counts and timings of one generation; this is what makes KV reuse observable.
@@ -164,12 +167,13 @@ pub enum EngineError {
 /// replies for deterministic agent-loop tests.
 pub trait ChatModel {
     /// Generates a continuation of `prompt` (a fully rendered prompt, special tokens as text),
-    /// calling `on_text` with each piece of final text as soon as it is decoded.
+    /// calling `on_text` with each piece of final text as soon as it is decoded. `on_text`
+    /// returning `Break` ends generation with [`StopReason::StoppedByCaller`].
     fn generate(
         &mut self,
         prompt: &str,
         request: &GenerateRequest,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError>;
 
     /// Number of tokens `text` takes (special tokens parsed), for budgeting prompts.

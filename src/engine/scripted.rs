@@ -2,6 +2,7 @@
 //! addition to* the real llama.cpp path, never instead of it.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
 use super::{ChatModel, Completion, EngineError, GenerateRequest, GenerationStats, StopReason};
 
@@ -34,7 +35,7 @@ impl ChatModel for ScriptedModel {
         &mut self,
         prompt: &str,
         request: &GenerateRequest,
-        on_text: &mut dyn FnMut(&str),
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError> {
         self.prompts.push(prompt.to_string());
         let reply = self.replies.pop_front().ok_or_else(|| {
@@ -43,7 +44,11 @@ impl ChatModel for ScriptedModel {
                 self.prompts.len()
             ))
         })?;
-        on_text(&reply);
+        let stop = if on_text(&reply).is_break() {
+            StopReason::StoppedByCaller
+        } else {
+            StopReason::EndOfTurn
+        };
         Ok(Completion {
             stats: GenerationStats {
                 prompt_tokens: self.count_tokens(prompt),
@@ -52,7 +57,7 @@ impl ChatModel for ScriptedModel {
                 ..GenerationStats::default()
             },
             text: reply,
-            stop: StopReason::EndOfTurn,
+            stop,
         })
     }
 
