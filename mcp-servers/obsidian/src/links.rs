@@ -58,10 +58,11 @@ pub fn scan_wikilinks(
             continue;
         }
         let embed = open > 0 && bytes[open - 1] == b'!';
+        // One span per link pushed, in the same order (callers zip them).
         if let Some(link) = parse_inner(inner, embed, kind) {
             out.push(link);
+            spans.push(if embed { open - 1 } else { open }..close + 2);
         }
-        spans.push(if embed { open - 1 } else { open }..close + 2);
         i = close + 2;
     }
 }

@@ -84,10 +84,10 @@ pub fn parse(text: &str) -> ParsedNote {
                 }
             }
             Event::Start(Tag::Link { dest_url, .. }) => {
-                md_links.extend(links::markdown_link(&dest_url, false))
+                md_links.extend(links::markdown_link(&dest_url, false).map(|l| (range.start, l)))
             }
             Event::Start(Tag::Image { dest_url, .. }) => {
-                md_links.extend(links::markdown_link(&dest_url, true))
+                md_links.extend(links::markdown_link(&dest_url, true).map(|l| (range.start, l)))
             }
             _ => {}
         }
@@ -97,8 +97,11 @@ pub fn parse(text: &str) -> ParsedNote {
     let mut all_links = Vec::new();
     let mut spans = Vec::new();
     links::scan_wikilinks(&masked, LinkKind::Wiki, &mut all_links, &mut spans);
-    // Markdown links whose destination is a wikilink-looking thing are already covered.
-    all_links.extend(md_links);
+    // Body links in the order they are written, then frontmatter links.
+    let mut ordered: Vec<(usize, Link)> = spans.iter().map(|r| r.start).zip(all_links).collect();
+    ordered.extend(md_links);
+    ordered.sort_by_key(|(pos, _)| *pos);
+    let mut all_links: Vec<Link> = ordered.into_iter().map(|(_, l)| l).collect();
     for s in &frontmatter.strings {
         links::scan_wikilinks(s, LinkKind::Frontmatter, &mut all_links, &mut Vec::new());
     }

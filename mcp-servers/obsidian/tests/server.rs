@@ -583,3 +583,43 @@ async fn logs_carry_no_absolute_paths() {
     assert!(!log.contains(&fx.abs()), "absolute path in logs:\n{log}");
     assert!(!log.contains(CANARY));
 }
+
+#[tokio::test]
+async fn sample_vault_answers_demo_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr_log = dir.path().join("stderr.log");
+    let fx = Fixture {
+        vault: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sample-vault"),
+        dir,
+        stderr_log,
+    };
+    let c = connect(&fx).await;
+    for (q, want) in [
+        (
+            "Where is the midterm exam?",
+            "note://Exam Prep/Exam Schedule",
+        ),
+        (
+            "How long is human mitochondrial DNA?",
+            "note://Cells/Mitochondria",
+        ),
+        (
+            "What are the phases of mitosis?",
+            "note://Processes/Mitosis",
+        ),
+        (
+            "When are Dr Okafor's office hours?",
+            "note://People/Dr Okafor",
+        ),
+        (
+            "where does the calvin cycle happen",
+            "note://Processes/Photosynthesis",
+        ),
+    ] {
+        let s = structured(&call(&c, "search_notes", json!({"query": q, "limit": 3})).await);
+        assert_eq!(s["hits"][0]["uri"], want, "{q}: {}", s["hits"]);
+    }
+    let s = structured(&call(&c, "list_notes", json!({})).await);
+    assert_eq!(s["notes"].as_array().unwrap().len(), 12);
+    c.cancel().await.unwrap();
+}
