@@ -29,6 +29,10 @@ pub struct NoteEntry {
     pub parsed: ParsedNote,
     /// The full text at index time (for snippets).
     pub text: String,
+    /// Title and aliases in comparison form (NFC, lowercase).
+    folded_names: Vec<String>,
+    /// The key in comparison form.
+    folded_key: String,
 }
 
 impl NoteEntry {
@@ -138,7 +142,11 @@ fn prepare(
     let tags_field = parsed.tags.join(" ").replace('/', " ");
     let body = text.get(parsed.body_start..).unwrap_or("");
     let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);
+    let mut folded_names = vec![resolve::fold(&title)];
+    folded_names.extend(parsed.frontmatter.aliases.iter().map(|a| resolve::fold(a)));
     let entry = NoteEntry {
+        folded_key: resolve::fold(&key),
+        folded_names,
         rel: f.rel,
         key,
         title,
@@ -458,12 +466,7 @@ impl VaultIndex {
         // An exact title or alias match goes first.
         for s in &mut scored {
             if let Some(e) = self.get(s.doc)
-                && (resolve::fold(&e.title) == exact
-                    || e.parsed
-                        .frontmatter
-                        .aliases
-                        .iter()
-                        .any(|a| resolve::fold(a) == exact))
+                && e.folded_names.contains(&exact)
             {
                 s.score *= 2.0;
             }
@@ -487,7 +490,7 @@ impl VaultIndex {
         if let Some(f) = folder
             && !f.is_empty()
         {
-            let k = resolve::fold(&e.key);
+            let k = &e.folded_key;
             if !(k.starts_with(f) && k.as_bytes().get(f.len()) == Some(&b'/')) {
                 return false;
             }

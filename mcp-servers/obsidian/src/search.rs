@@ -7,7 +7,9 @@
 //! per file in milliseconds, and must start in well under a second; an embedded engine such
 //! as tantivy brings segment merging, a commit model and a far larger build for no gain here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -160,9 +162,40 @@ const STOP_WORDS: &[&str] = &[
     "said",
 ];
 
+static STOP_SET: LazyLock<HashSet<&'static str, Fast>> =
+    LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+
 fn is_stop_word(w: &str) -> bool {
-    STOP_WORDS.contains(&w)
+    w.len() <= 9 && STOP_SET.contains(w)
 }
+
+/// FNV-1a: a fast hasher for short, trusted-enough keys (terms of the user's own vault).
+#[derive(Default, Clone, Copy)]
+pub struct FnvHasher(u64);
+
+impl Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Hash-map state using [`FnvHasher`].
+pub type Fast = BuildHasherDefault<FnvHasher>;
+
+/// Most distinct words a tokenizer remembers stems for.
+const STEM_CACHE: usize = 100_000;
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
@@ -174,6 +207,7 @@ fn is_cjk(c: char) -> bool {
 pub struct Tokenizer {
     stemmer: Stemmer,
     word: String,
+    stems: HashMap<Box<str>, Box<str>, Fast>,
 }
 
 impl Default for Tokenizer {
@@ -181,6 +215,7 @@ impl Default for Tokenizer {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
             word: String::new(),
+            stems: HashMap::default(),
         }
     }
 }
@@ -251,9 +286,15 @@ impl Tokenizer {
             }
             if self.word.bytes().any(|b| b.is_ascii_digit()) {
                 f(&self.word, start, end);
+            } else if let Some(stem) = self.stems.get(self.word.as_str()) {
+                f(stem, start, end);
             } else {
-                let stemmed = self.stemmer.stem(&self.word);
-                f(&stemmed, start, end);
+                let stem: Box<str> = self.stemmer.stem(&self.word).into();
+                f(&stem, start, end);
+                if self.stems.len() >= STEM_CACHE {
+                    self.stems.clear();
+                }
+                self.stems.insert(self.word.as_str().into(), stem);
             }
         }
     }
@@ -285,7 +326,7 @@ pub struct DocTerms {
 impl DocTerms {
     /// Tokenises the fields of one document.
     pub fn build(tok: &mut Tokenizer, fields: [&str; FIELDS]) -> Self {
-        let mut map: HashMap<Box<str>, [u16; FIELDS]> = HashMap::new();
+        let mut map: HashMap<Box<str>, [u16; FIELDS], Fast> = HashMap::default();
         let mut lens = [0u32; FIELDS];
         for (fi, text) in fields.iter().enumerate() {
             tok.each(text, false, |t, _, _| {
@@ -313,7 +354,7 @@ struct Posting {
 /// The inverted index. Documents are numbered by the caller (dense slot numbers).
 #[derive(Debug, Default)]
 pub struct SearchIndex {
-    dict: HashMap<Box<str>, u32>,
+    dict: HashMap<Box<str>, u32, Fast>,
     postings: Vec<Vec<Posting>>,
     doc_terms: Vec<Vec<u32>>,
     doc_lens: Vec<[u32; FIELDS]>,
@@ -383,7 +424,7 @@ impl SearchIndex {
         }
         let n = self.docs as f32;
         let avg = self.total_lens.map(|t| (t as f32 / n).max(1.0));
-        let mut scores: HashMap<u32, (f32, u32)> = HashMap::new();
+        let mut scores: HashMap<u32, (f32, u32), Fast> = HashMap::default();
         for term in terms {
             let Some(&id) = self.dict.get(term.as_str()) else {
                 continue;
