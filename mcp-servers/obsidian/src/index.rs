@@ -87,6 +87,8 @@ pub struct BuildStats {
     pub bytes: u64,
     /// Wall time.
     pub elapsed: std::time::Duration,
+    /// Wall time of the walk plus the parallel read/parse/tokenise phase (the rest is merging).
+    pub parse_elapsed: std::time::Duration,
 }
 
 /// A search hit.
@@ -201,7 +203,9 @@ impl VaultIndex {
             names: Names::default(),
             search: SearchIndex::default(),
         };
+        let parse_elapsed = t0.elapsed();
         let mut stats = BuildStats {
+            parse_elapsed,
             skipped: walk.skipped.len(),
             ..Default::default()
         };

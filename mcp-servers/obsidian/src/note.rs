@@ -92,7 +92,8 @@ pub fn parse(text: &str) -> ParsedNote {
             _ => {}
         }
     }
-    let masked = String::from_utf8_lossy(&masked).into_owned();
+    let masked = String::from_utf8(masked)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
 
     let mut all_links = Vec::new();
     let mut spans = Vec::new();

@@ -273,8 +273,12 @@ impl Tokenizer {
                 }
             }
             self.word.clear();
-            for l in text[start..end].chars().flat_map(char::to_lowercase) {
-                self.word.push(l);
+            let raw = &text[start..end];
+            if raw.is_ascii() {
+                self.word.push_str(raw);
+                self.word.make_ascii_lowercase();
+            } else {
+                self.word.extend(raw.chars().flat_map(char::to_lowercase));
             }
             if self.word.len() > 64 || is_stop_word(&self.word) {
                 continue;
