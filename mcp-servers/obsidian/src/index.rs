@@ -140,7 +140,13 @@ fn prepare(
     let key = key_of(&f.rel);
     let title = key.rsplit('/').next().unwrap_or(&key).to_string();
     let title_field = format!("{title}\n{}", parsed.frontmatter.aliases.join("\n"));
-    let headings: Vec<&str> = parsed.headings.iter().map(|h| h.text.as_str()).collect();
+    // Headings, plus the folder names: a note in `Templates/` is about templates.
+    let mut headings: Vec<&str> = parsed.headings.iter().map(|h| h.text.as_str()).collect();
+    headings.extend(
+        key.rsplit_once('/')
+            .map_or("", |(folder, _)| folder)
+            .split('/'),
+    );
     let tags_field = parsed.tags.join(" ").replace('/', " ");
     let body = text.get(parsed.body_start..).unwrap_or("");
     let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);

@@ -59,6 +59,9 @@ pub fn start(index: SharedIndex) -> anyhow::Result<notify::RecommendedWatcher> {
                     continue;
                 }
                 let rels: BTreeSet<String> = paths.iter().filter_map(|p| idx.rel_of(p)).collect();
+                if rels.is_empty() {
+                    continue;
+                }
                 for rel in &rels {
                     idx.refresh(rel);
                 }
