@@ -77,6 +77,8 @@ pub struct CallRecord {
     pub ok: bool,
     /// Characters of result text.
     pub result_chars: usize,
+    /// `note://` URIs of the notes the result carried (read, or found by a search).
+    pub notes: Vec<String>,
     /// How long the call took.
     pub elapsed: Duration,
 }
@@ -321,6 +323,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 server: route.map(|r| r.server),
                 ok: !out.is_error,
                 result_chars: out.text.chars().count(),
+                notes: returned_notes(out)
+                    .iter()
+                    .map(|note| note.uri().to_string())
+                    .collect(),
                 elapsed,
             })
             .collect();
@@ -435,24 +441,43 @@ fn continuation_note(call: &ToolCall, out: &ToolOutput, shown: usize, total: usi
     note
 }
 
+/// A note one result carried: one it read, or one a search found.
+enum Returned {
+    Read(Citation),
+    Found(Citation),
+}
+
+impl Returned {
+    fn uri(&self) -> &str {
+        match self {
+            Returned::Read(c) | Returned::Found(c) => &c.uri,
+        }
+    }
+}
+
+fn returned_notes(out: &ToolOutput) -> Vec<Returned> {
+    let Some(structured) = out.structured.as_ref().filter(|_| !out.is_error) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    if let Some(c) = note_ref(structured).filter(|_| structured.get("content").is_some()) {
+        notes.push(Returned::Read(c));
+    }
+    let hits = structured.get("hits").and_then(Value::as_array);
+    for hit in hits.into_iter().flatten() {
+        notes.extend(note_ref(hit).map(Returned::Found));
+    }
+    notes
+}
+
 /// Notes the tools actually returned: read notes first; search hits only when nothing was read.
 fn citations(outputs: &[ToolOutput]) -> Vec<Citation> {
     let mut read = Vec::new();
     let mut found = Vec::new();
-    for out in outputs.iter().filter(|o| !o.is_error) {
-        let Some(structured) = &out.structured else {
-            continue;
-        };
-        if let Some(c) = note_ref(structured).filter(|_| structured.get("content").is_some()) {
-            read.push(c);
-        }
-        for hit in structured
-            .get("hits")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            found.extend(note_ref(hit));
+    for note in outputs.iter().flat_map(returned_notes) {
+        match note {
+            Returned::Read(c) => read.push(c),
+            Returned::Found(c) => found.push(c),
         }
     }
     let mut chosen = if read.is_empty() { found } else { read };

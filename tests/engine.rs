@@ -60,7 +60,8 @@ fn streams_what_it_returns_and_stops_at_end_of_turn() {
     let mut streamed = String::new();
     let done = session
         .generate(&chatml("Say hello."), &greedy(64), &mut |t| {
-            streamed.push_str(t)
+            streamed.push_str(t);
+            ControlFlow::Continue(())
         })
         .unwrap();
     assert_eq!(streamed, done.text);
@@ -71,7 +72,7 @@ fn streams_what_it_returns_and_stops_at_end_of_turn() {
         "{:?}",
         done.stop
     );
-    assert_eq!(done.stats.generated_tokens > 0, true);
+    assert!(done.stats.generated_tokens > 0);
 }
 
 #[test]
@@ -240,4 +241,94 @@ fn bad_model_files_are_clear_errors() {
         .unwrap()
         .to_string();
     assert!(err.contains("cannot load model"), "{err}");
+}
+
+/// The tool grammar over the live tool list of the real vault server, on the real model, with
+/// sampling at temperature 1 over many seeds: every reply parses and names only real tools and
+/// parameters with values of the declared types.
+#[test]
+fn constrained_decisions_always_parse_and_name_only_real_tools() {
+    use recall::grammar::ToolGrammar;
+    use recall::mcp::{McpManager, ToolHost};
+    use recall::parse::{Reply, check_call, parse_reply};
+
+    let vault = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vault");
+    let config =
+        recall::config::builtin_for(std::path::Path::new(env!("CARGO_BIN_EXE_recall")), &vault)
+            .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let manager = runtime.block_on(McpManager::start(&config.servers));
+    let tools = manager.tools();
+    assert_eq!(tools.len(), 5);
+    let grammar = ToolGrammar::new(&tools).unwrap();
+
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let questions = [
+        "Which notes mention the launch?",
+        "Read my note called Home.",
+        "What tags do I use?",
+        "List the notes in the Projects folder.",
+        "What links to Gamma?",
+    ];
+    let mut calls_seen = 0;
+    for (i, question) in questions.iter().enumerate() {
+        for seed in 0..4 {
+            let mut request = GenerateRequest::new(96);
+            request.sampling = Sampling {
+                temperature: 1.0,
+                top_p: 1.0,
+                min_p: 0.0,
+                seed: seed + 10 * i as u32,
+            };
+            request.constraint = Some(Constraint {
+                gbnf: grammar.gbnf.clone(),
+                root: grammar.root.to_string(),
+                lazy_patterns: Vec::new(),
+            });
+            let done = session
+                .generate(&chatml(question), &request, &mut ignore)
+                .unwrap();
+            if done.stop == StopReason::MaxTokens {
+                // Cut off mid-call by the token limit: nothing to parse, but it must be a prefix
+                // of a call list.
+                assert!(done.text.starts_with('[') || done.text.starts_with("<|python_tag|>"));
+                continue;
+            }
+            match parse_reply(&done.text, &tools) {
+                Reply::Calls(calls) => {
+                    for call in &calls {
+                        check_call(call, &tools)
+                            .unwrap_or_else(|e| panic!("{:?} failed the check: {e}", done.text));
+                    }
+                    calls_seen += calls.len();
+                }
+                other => panic!("{:?} did not parse as calls: {other:?}", done.text),
+            }
+        }
+    }
+    assert!(
+        calls_seen >= 10,
+        "only {calls_seen} complete calls in 20 replies"
+    );
+    runtime.block_on(manager.shutdown());
+}
+
+#[test]
+fn the_callback_can_stop_generation() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut pieces = 0;
+    let done = session
+        .generate(&chatml("Tell a long story."), &greedy(64), &mut |_| {
+            pieces += 1;
+            if pieces == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert_eq!(done.stop, StopReason::StoppedByCaller);
+    assert_eq!(pieces, 3);
 }

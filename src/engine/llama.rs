@@ -167,7 +167,6 @@ impl Engine {
             [t] if vocab.is_eog(*t) => Some(*t),
             _ => None,
         };
-        drop(vocab);
         Ok(Engine { model, info, eom })
     }
 
@@ -430,9 +429,12 @@ impl Session<'_> {
             all.selected_token()
                 .ok_or_else(|| EngineError::Backend("the grammar allows no token here".into()))?
         };
-        grammar
-            .try_accept(token)
-            .map_err(|e| EngineError::Grammar(e.to_string()))?;
+        // End-of-generation ends the reply; llama.cpp's grammar refuses to accept it as text.
+        if !self.engine.model.vocab().is_eog(token) {
+            grammar
+                .try_accept(token)
+                .map_err(|e| EngineError::Grammar(e.to_string()))?;
+        }
         Ok(token)
     }
 

@@ -1,0 +1,218 @@
+//! The `recall` binary end to end: the real SmolLM2 model, the real bundled vault server over
+//! stdio, a real third-party MCP server (mcp-server-time), real files.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn recall(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_recall"))
+        .args(args)
+        .env_remove("RECALL_VAULT")
+        .env_remove("RECALL_MODEL")
+        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("recall runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn fixture_vault() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/vault")
+        .display()
+        .to_string()
+}
+
+fn peers_config(dir: &Path) -> PathBuf {
+    let time_server = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-peers/bin/mcp-server-time");
+    assert!(
+        time_server.is_file(),
+        "{} is missing: run scripts/install-peers first",
+        time_server.display()
+    );
+    let config = serde_json::json!({
+        "mcpServers": {
+            "notes": {
+                "command": env!("CARGO_BIN_EXE_recall"),
+                "args": ["mcp-vault-server", "--vault", fixture_vault()],
+                "readOnly": true
+            },
+            "time": {
+                "command": time_server,
+                "args": ["--local-timezone", "UTC"],
+                "readOnly": true
+            }
+        }
+    });
+    let path = dir.join("config.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn ask_with_the_real_model_completes_and_cites_only_notes_it_read() {
+    let model = common::smollm2();
+    let out = recall(&[
+        "ask",
+        "--json",
+        "--model",
+        model.to_str().unwrap(),
+        "--vault",
+        &fixture_vault(),
+        "--temp",
+        "0",
+        "--ctx",
+        "4096",
+        "--max-tokens",
+        "96",
+        "What does the launch note say?",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(run["answer"].is_string());
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.last().unwrap()["kind"], "answer");
+    // The first decision is held to a real tool call, and it ran.
+    let first_calls = steps[0]["calls"].as_array().unwrap();
+    assert!(!first_calls.is_empty(), "{run:#}");
+    assert_eq!(first_calls[0]["server"], "vault");
+    // Every cited note came back from a call that succeeded in this run.
+    let outputs: Vec<&Value> = steps
+        .iter()
+        .flat_map(|s| s["calls"].as_array().unwrap())
+        .collect();
+    for citation in run["citations"].as_array().unwrap() {
+        let uri = citation["uri"].as_str().unwrap();
+        assert!(uri.starts_with("note://"), "{uri}");
+        let returned = outputs
+            .iter()
+            .any(|c| c["ok"] == true && c["notes"].as_array().unwrap().iter().any(|n| n == uri));
+        assert!(returned, "{uri} was cited but no call returned it: {run:#}");
+    }
+    // KV reuse is visible: a later step reused part of an earlier prompt.
+    let timings = &steps[steps.len() - 1]["timings"];
+    assert!(timings["prompt_tokens"].as_u64().unwrap() > 0);
+    let reused: u64 = steps
+        .iter()
+        .map(|s| s["timings"]["prompt_tokens_reused"].as_u64().unwrap())
+        .sum();
+    if steps.len() > 2 {
+        assert!(reused > 0, "{run:#}");
+    }
+}
+
+#[test]
+fn tools_from_two_real_servers_are_listed_and_routed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = peers_config(dir.path());
+    let config = config.to_str().unwrap();
+
+    let out = recall(&["tools", "--json", "--config", config]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers: Vec<&str> = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["server"].as_str().unwrap())
+        .collect();
+    assert!(
+        servers.contains(&"notes") && servers.contains(&"time"),
+        "{listing:#}"
+    );
+
+    let out = recall(&[
+        "call",
+        "--config",
+        config,
+        "search_notes",
+        r#"{"query": "launch"}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("note://"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = recall(&[
+        "call",
+        "--json",
+        "--config",
+        config,
+        "get_current_time",
+        r#"{"timezone": "UTC"}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["text"].as_str().unwrap().contains("UTC"),
+        "{result:#}"
+    );
+}
+
+#[test]
+fn render_prints_the_decision_prompt_without_a_model() {
+    let out = recall(&["render", "--vault", &fixture_vault(), "What is in Home?"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let prompt = text(&out.stdout);
+    assert!(prompt.starts_with("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"));
+    assert_eq!(prompt.matches("<|begin_of_text|>").count(), 1);
+    assert!(prompt.contains("\"name\": \"search_notes\""));
+    assert!(
+        prompt.ends_with(
+            "What is in Home?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        )
+    );
+}
+
+#[test]
+fn bad_input_is_one_clear_error() {
+    let vault = fixture_vault();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["ask", "--model", "/nowhere/m.gguf", "--vault", &vault, "q"],
+            "no such file",
+        ),
+        (
+            &["ask", "--model", "llama9", "--vault", &vault, "q"],
+            "unknown model 'llama9'",
+        ),
+        (&["ask", "--vault", &vault, "q"], "HF_HUB_OFFLINE"),
+        (
+            &["call", "--vault", &vault, "search_notes", "not json"],
+            "JSON object",
+        ),
+        (&["tools", "--vault", "/nowhere/vault"], "/nowhere/vault"),
+    ];
+    for (args, expected) in cases {
+        let out = recall(args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("config.json");
+    std::fs::write(
+        &broken,
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = recall(&["tools", "--config", broken.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("config.json:3:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
