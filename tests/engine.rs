@@ -9,15 +9,6 @@ use std::sync::atomic::AtomicBool;
 use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
 use recall::engine::{ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason};
 
-fn greedy(max_tokens: usize) -> GenerateRequest {
-    let mut request = GenerateRequest::new(max_tokens);
-    request.sampling = Sampling {
-        temperature: 0.0,
-        ..Sampling::default()
-    };
-    request
-}
-
 fn ignore(_: &str) -> ControlFlow<()> {
     ControlFlow::Continue(())
 }
@@ -59,10 +50,14 @@ fn streams_what_it_returns_and_stops_at_end_of_turn() {
     let mut session = engine.session(&session_options()).unwrap();
     let mut streamed = String::new();
     let done = session
-        .generate(&chatml("Say hello."), &greedy(64), &mut |t| {
-            streamed.push_str(t);
-            ControlFlow::Continue(())
-        })
+        .generate(
+            &chatml("Say hello."),
+            &GenerateRequest::greedy(64),
+            &mut |t| {
+                streamed.push_str(t);
+                ControlFlow::Continue(())
+            },
+        )
         .unwrap();
     assert_eq!(streamed, done.text);
     assert!(!done.text.is_empty());
@@ -80,14 +75,18 @@ fn max_tokens_and_stop_strings_end_generation() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
     let prompt = chatml("Count from 1 to 20, separated by commas.");
-    let done = session.generate(&prompt, &greedy(3), &mut ignore).unwrap();
+    let done = session
+        .generate(&prompt, &GenerateRequest::greedy(3), &mut ignore)
+        .unwrap();
     assert_eq!(done.stop, StopReason::MaxTokens);
     assert_eq!(done.stats.generated_tokens, 3);
 
     // Whatever greedy decoding writes first, stopping on its second character must cut there.
-    let free = session.generate(&prompt, &greedy(8), &mut ignore).unwrap();
+    let free = session
+        .generate(&prompt, &GenerateRequest::greedy(8), &mut ignore)
+        .unwrap();
     let second: String = free.text.chars().skip(1).take(1).collect();
-    let mut request = greedy(8);
+    let mut request = GenerateRequest::greedy(8);
     request.stop = vec![second.clone()];
     let stopped = session.generate(&prompt, &request, &mut ignore).unwrap();
     assert_eq!(stopped.stop, StopReason::StopString(second));
@@ -100,7 +99,7 @@ fn second_call_evaluates_only_the_new_tokens() {
     let mut session = engine.session(&session_options()).unwrap();
     let first_prompt = chatml("What is the capital of France?");
     let first = session
-        .generate(&first_prompt, &greedy(16), &mut ignore)
+        .generate(&first_prompt, &GenerateRequest::greedy(16), &mut ignore)
         .unwrap();
     assert_eq!(first.stats.reused_tokens, 0);
     assert_eq!(first.stats.evaluated_tokens, first.stats.prompt_tokens);
@@ -110,7 +109,7 @@ fn second_call_evaluates_only_the_new_tokens() {
         first.text
     );
     let second = session
-        .generate(&follow_up, &greedy(16), &mut ignore)
+        .generate(&follow_up, &GenerateRequest::greedy(16), &mut ignore)
         .unwrap();
     let new_tokens = engine.tokenize_prompt(&follow_up).len() - first.stats.prompt_tokens;
     assert!(
@@ -128,11 +127,13 @@ fn second_call_evaluates_only_the_new_tokens() {
     // The same prompt again reuses everything but the one token needed for fresh logits, and
     // greedy decoding gives the same text as on a cold cache.
     let again = session
-        .generate(&follow_up, &greedy(16), &mut ignore)
+        .generate(&follow_up, &GenerateRequest::greedy(16), &mut ignore)
         .unwrap();
     assert_eq!(again.stats.evaluated_tokens, 1);
     let mut cold = engine.session(&session_options()).unwrap();
-    let cold_run = cold.generate(&follow_up, &greedy(16), &mut ignore).unwrap();
+    let cold_run = cold
+        .generate(&follow_up, &GenerateRequest::greedy(16), &mut ignore)
+        .unwrap();
     assert_eq!(again.text, cold_run.text);
     assert_eq!(second.text, cold_run.text);
 }
@@ -141,7 +142,7 @@ fn second_call_evaluates_only_the_new_tokens() {
 fn a_grammar_forces_its_language() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
-    let mut request = greedy(40);
+    let mut request = GenerateRequest::greedy(40);
     request.constraint = Some(Constraint {
         gbnf: r#"root ::= "[" call ("," " "? call)* "]"
 call ::= ("search_notes" | "read_note") "(query=\"" [a-z ]{1,20} "\")""#
@@ -166,14 +167,18 @@ call ::= ("search_notes" | "read_note") "(query=\"" [a-z ]{1,20} "\")""#
 fn a_lazy_grammar_leaves_free_text_free() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
-    let mut request = greedy(24);
+    let mut request = GenerateRequest::greedy(24);
     request.constraint = Some(Constraint {
         gbnf: r#"root ::= "[" "done" "]""#.to_string(),
         root: "root".to_string(),
         lazy_patterns: vec![r"^\s*(\[)[\s\S]*".to_string()],
     });
     let unconstrained = session
-        .generate(&chatml("Say hello."), &greedy(24), &mut ignore)
+        .generate(
+            &chatml("Say hello."),
+            &GenerateRequest::greedy(24),
+            &mut ignore,
+        )
         .unwrap();
     let constrained = session
         .generate(&chatml("Say hello."), &request, &mut ignore)
@@ -186,7 +191,7 @@ fn a_lazy_grammar_leaves_free_text_free() {
 fn cancel_ends_the_turn() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
-    let mut request = greedy(64);
+    let mut request = GenerateRequest::greedy(64);
     request.cancel = Some(Arc::new(AtomicBool::new(true)));
     let done = session
         .generate(&chatml("Tell a story."), &request, &mut ignore)
@@ -206,7 +211,7 @@ fn an_oversized_prompt_is_an_error_not_a_crash() {
         .unwrap();
     let long = chatml(&"word ".repeat(400));
     let err = session
-        .generate(&long, &greedy(4), &mut ignore)
+        .generate(&long, &GenerateRequest::greedy(4), &mut ignore)
         .unwrap_err();
     assert!(
         matches!(err, EngineError::ContextOverflow { prompt_tokens, n_ctx } if prompt_tokens > n_ctx),
@@ -320,14 +325,18 @@ fn the_callback_can_stop_generation() {
     let mut session = engine.session(&session_options()).unwrap();
     let mut pieces = 0;
     let done = session
-        .generate(&chatml("Tell a long story."), &greedy(64), &mut |_| {
-            pieces += 1;
-            if pieces == 3 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })
+        .generate(
+            &chatml("Tell a long story."),
+            &GenerateRequest::greedy(64),
+            &mut |_| {
+                pieces += 1;
+                if pieces == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )
         .unwrap();
     assert_eq!(done.stop, StopReason::StoppedByCaller);
     assert_eq!(pieces, 3);

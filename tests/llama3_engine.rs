@@ -42,15 +42,6 @@ fn conversation() -> Vec<Message> {
     ]
 }
 
-fn greedy(max_tokens: usize) -> GenerateRequest {
-    let mut request = GenerateRequest::new(max_tokens);
-    request.sampling = Sampling {
-        temperature: 0.0,
-        ..Sampling::default()
-    };
-    request
-}
-
 #[test]
 fn the_gguf_is_recognised_as_llama3() {
     let engine = load();
@@ -105,7 +96,7 @@ fn stops_on_llama3_end_of_generation_tokens() {
         })
         .unwrap();
     let prompt = ChatTemplate::llama3().answer(&conversation()).unwrap();
-    let mut request = greedy(16);
+    let mut request = GenerateRequest::greedy(16);
     request.constraint = Some(Constraint {
         gbnf: "root ::= \"Done.\"".into(),
         root: "root".into(),

@@ -83,6 +83,17 @@ impl GenerateRequest {
             cancel: None,
         }
     }
+
+    /// A request that always takes the most likely token (deterministic).
+    pub fn greedy(max_tokens: usize) -> GenerateRequest {
+        GenerateRequest {
+            sampling: Sampling {
+                temperature: 0.0,
+                ..Sampling::default()
+            },
+            ..GenerateRequest::new(max_tokens)
+        }
+    }
 }
 
 /// Why generation ended.
