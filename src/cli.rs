@@ -122,6 +122,49 @@ pub enum Command {
         #[command(flatten)]
         agent: AgentArgs,
     },
+    /// Talk with the vault: a line-editing REPL with history (/tools, /reset, /save, /load, /quit).
+    Chat {
+        /// Continue a session saved with /save.
+        #[arg(long, value_name = "FILE")]
+        resume: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        servers: ServerArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// Summarize a note (URI or name), a folder, or the notes a search finds; Markdown out.
+    Summarize {
+        /// A note URI or name, a folder, or a search query.
+        target: String,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        servers: ServerArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// Write quiz questions with answers from notes (a note, folder, or search query).
+    Quiz {
+        /// A note URI or name, a folder, or a search query.
+        target: String,
+        /// How many questions.
+        #[arg(short = 'n', long = "count", default_value_t = 5)]
+        count: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = QuizFormat::Md)]
+        format: QuizFormat,
+        /// Ask the questions one by one on the terminal and grade the answers.
+        #[arg(long)]
+        interactive: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        servers: ServerArgs,
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
     /// List the tool servers and their tools, without loading a model.
     Tools {
         #[command(flatten)]
@@ -167,4 +210,15 @@ pub enum Command {
         #[arg(long)]
         vault: PathBuf,
     },
+}
+
+/// How `recall quiz` writes its questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QuizFormat {
+    /// Markdown.
+    Md,
+    /// One JSON object.
+    Json,
+    /// CSV that Anki imports (front, back, source).
+    Anki,
 }

@@ -2,6 +2,7 @@
 //! to stdout (the answer) or stderr (progress, logs).
 
 use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,12 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
+use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, Citation, RefuseAll, Turn};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::config;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
-use crate::engine::llama::{ModelInfo, SessionOptions};
+use crate::engine::llama::{ModelInfo, Session, SessionOptions};
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
 use crate::tool::{ToolCall, ToolOutput};
@@ -144,7 +145,7 @@ pub fn mcp_vault_server(vault: PathBuf) -> Result<()> {
 }
 
 /// Starts every configured tool server (concurrently) on a fresh runtime.
-fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
+pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
     let config = config::load(args.config.as_deref(), args.vault.as_deref())?;
     for warning in &config.warnings {
         eprintln!("recall: {warning}");
@@ -268,6 +269,104 @@ pub fn render(args: &ServerArgs, question: &str) -> Result<()> {
     Ok(())
 }
 
+/// What every model-using command starts with: the tool servers, the model, its prompt layout,
+/// and a Ctrl-C flag that ends the current generation (not the process).
+pub struct Workbench {
+    /// Runs the MCP clients; the agent blocks on it for tool calls.
+    pub runtime: tokio::runtime::Runtime,
+    /// The tool servers.
+    pub manager: McpManager,
+    /// The loaded model.
+    pub engine: Engine,
+    /// How prompts are laid out for it.
+    pub template: ChatTemplate,
+    /// Set by Ctrl-C; cleared by whoever starts the next turn.
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Workbench {
+    /// Starts the servers and loads the model.
+    pub fn open(
+        global: &GlobalArgs,
+        model_args: &ModelArgs,
+        server_args: &ServerArgs,
+    ) -> Result<Workbench> {
+        let (runtime, manager) = start_servers(server_args)?;
+        let engine = load_model(model_args)?;
+        let info = engine.info();
+        let template = ChatTemplate::new(
+            info.chat_template.as_deref(),
+            &info.bos_text,
+            &info.eos_text,
+        )?;
+        tracing::info!("prompt family: {}", template.family().name());
+        if global.verbose {
+            eprintln!(
+                "recall: model {} ({}), prompt family {}",
+                info.name,
+                info.path.display(),
+                template.family().name()
+            );
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        runtime.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        Ok(Workbench {
+            runtime,
+            manager,
+            engine,
+            template,
+            cancel,
+        })
+    }
+
+    /// A conversation's context on the model.
+    pub fn session(&self, model_args: &ModelArgs) -> Result<Session<'_>> {
+        Ok(self.engine.session(&SessionOptions {
+            n_ctx: model_args.ctx,
+            threads: model_args.threads,
+        })?)
+    }
+
+    /// The loop settings the flags ask for.
+    pub fn agent_options(&self, model_args: &ModelArgs, agent_args: &AgentArgs) -> AgentOptions {
+        AgentOptions {
+            max_steps: agent_args.max_steps,
+            answer_tokens: agent_args.max_tokens,
+            grammar: !agent_args.no_grammar,
+            tool_first: !agent_args.tools_optional,
+            sampling: model_args.sampling(),
+            cancel: Some(self.cancel.clone()),
+        }
+    }
+
+    /// Stops the servers.
+    pub fn close(self) {
+        self.runtime.block_on(self.manager.shutdown());
+    }
+}
+
+/// Writes streamed text to stdout; stops generation when nobody reads it any more.
+pub fn stream_to_stdout(enabled: bool) -> impl FnMut(&str) -> ControlFlow<()> {
+    let mut stdout = std::io::stdout();
+    move |text| {
+        if enabled
+            && stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .is_err()
+        {
+            // The reader went away (a closed pipe): nobody is left to read the rest.
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 /// `recall ask`: one question, the answer streamed, then the notes it used.
 pub fn ask(
     global: &GlobalArgs,
@@ -276,87 +375,53 @@ pub fn ask(
     agent_args: &AgentArgs,
     question: &str,
 ) -> Result<()> {
-    let (runtime, manager) = start_servers(server_args)?;
-    let engine = load_model(model_args)?;
-    let info = engine.info();
-    let template = ChatTemplate::new(
-        info.chat_template.as_deref(),
-        &info.bos_text,
-        &info.eos_text,
-    )?;
-    tracing::info!("prompt family: {}", template.family().name());
-    if global.verbose {
-        eprintln!(
-            "recall: model {} ({}), prompt family {}",
-            info.name,
-            info.path.display(),
-            template.family().name()
-        );
-    }
-    let mut session = engine.session(&SessionOptions {
-        n_ctx: model_args.ctx,
-        threads: model_args.threads,
-    })?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = cancel.clone();
-    runtime.spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            flag.store(true, Ordering::Relaxed);
-        }
-    });
+    let bench = Workbench::open(global, model_args, server_args)?;
+    let mut session = bench.session(model_args)?;
     let mut approver = approver(server_args.yes);
     let mut agent = Agent {
         model: &mut session,
-        host: &manager,
-        runtime: &runtime,
-        template: &template,
+        host: &bench.manager,
+        runtime: &bench.runtime,
+        template: &bench.template,
         approver: approver.as_mut(),
-        options: AgentOptions {
-            max_steps: agent_args.max_steps,
-            answer_tokens: agent_args.max_tokens,
-            grammar: !agent_args.no_grammar,
-            tool_first: !agent_args.tools_optional,
-            sampling: model_args.sampling(),
-            cancel: Some(cancel),
-        },
+        options: bench.agent_options(model_args, agent_args),
     };
     let mut conversation = Vec::new();
-    let stream = !global.json;
-    let mut stdout = std::io::stdout();
-    let turn = agent.ask(&mut conversation, question, &mut |text| {
-        if stream
-            && stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .is_err()
-        {
-            // The reader went away (a closed pipe): nobody is left to read the rest.
-            return std::ops::ControlFlow::Break(());
-        }
-        std::ops::ControlFlow::Continue(())
-    })?;
-    runtime.block_on(manager.shutdown());
+    let turn = agent.ask(
+        &mut conversation,
+        question,
+        &mut stream_to_stdout(!global.json),
+    )?;
+    drop(session);
 
-    let report = turn_json(&turn, info);
+    let report = turn_json(&turn, bench.engine.info());
     if let Some(path) = &global.transcript {
         write_transcript(path, &conversation, &report)?;
     }
-    let mut out = stdout.lock();
+    bench.close();
+    let mut out = std::io::stdout().lock();
     if global.json {
         writeln!(out, "{report}")?;
     } else {
         writeln!(out)?;
-        if !turn.citations.is_empty() {
-            writeln!(out, "\nNotes used:")?;
-            for c in &turn.citations {
-                writeln!(out, "- {} ({})", c.title, c.uri)?;
-            }
+        print_citations(&mut out, &turn.citations)?;
+    }
+    Ok(())
+}
+
+/// The "Notes used" list after an answer.
+pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io::Result<()> {
+    if !citations.is_empty() {
+        writeln!(out, "\nNotes used:")?;
+        for c in citations {
+            writeln!(out, "- {} ({})", c.title, c.uri)?;
         }
     }
     Ok(())
 }
 
-fn approver(yes: bool) -> Box<dyn Approver> {
+/// Approval of calls to servers not marked read-only: `--yes`, a terminal prompt, or refusal.
+pub fn approver(yes: bool) -> Box<dyn Approver> {
     if yes {
         Box::new(ApproveAll)
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
@@ -411,7 +476,8 @@ fn confirm(question: &str) -> Result<bool> {
     ))
 }
 
-fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
+/// The `--json` report of one turn.
+pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
     let steps: Vec<Value> = turn
         .steps
         .iter()
@@ -452,7 +518,8 @@ fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
     })
 }
 
-fn write_transcript(
+/// Appends one JSON line (messages and report) to the `--transcript` file.
+pub fn write_transcript(
     path: &std::path::Path,
     conversation: &[Message],
     report: &Value,

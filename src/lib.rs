@@ -4,6 +4,7 @@
 //! result → prompt. See `ARCHITECTURE.md` for the map.
 
 pub mod agent;
+pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod grammar;
 pub mod mcp;
 pub mod parse;
 pub mod prompt;
+pub mod study;
 pub mod tool;
 
 use std::process::ExitCode;
@@ -56,6 +58,38 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             servers,
             agent,
         } => commands::ask(&global, &model, &servers, &agent, &question),
+        Command::Chat {
+            resume,
+            model,
+            servers,
+            agent,
+        } => chat::run(&global, &model, &servers, &agent, resume.as_deref()),
+        Command::Summarize {
+            target,
+            model,
+            servers,
+            agent,
+        } => study::summarize(&global, &model, &servers, &agent, &target),
+        Command::Quiz {
+            target,
+            count,
+            format,
+            interactive,
+            model,
+            servers,
+            agent,
+        } => study::quiz(
+            &global,
+            &model,
+            &servers,
+            &agent,
+            &study::QuizRequest {
+                target,
+                count,
+                format,
+                interactive,
+            },
+        ),
         Command::Tools { servers } => commands::tools(&global, &servers),
         Command::Call {
             tool,
