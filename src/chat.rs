@@ -1,16 +1,632 @@
-//! `recall chat`: a line-editing REPL over one conversation (being written).
+//! `recall chat`: a line-editing REPL over one conversation.
+//!
+//! One model session serves the whole chat, so each turn evaluates only the tokens after what the
+//! KV cache already holds. Before each turn the oldest whole turns are dropped until the decision
+//! prompt plus room for the reply fits the context. Lines starting with `/` are commands.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
+use anyhow::{Context, Result};
+use rustyline::error::ReadlineError;
+use rustyline::{Config, DefaultEditor};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::agent::{Agent, Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
+use crate::commands::{
+    Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
+};
+use crate::engine::ChatModel;
+use crate::engine::llama::Session;
+use crate::mcp::ToolHost;
+use crate::prompt::{Message, Role};
+
+/// The version `/save` writes and `/load` reads.
+const SAVE_VERSION: u32 = 1;
+/// Tokens kept free besides the answer: a decision reply (the agent allows 256) and some room
+/// for the tool results of this turn (the agent cuts results to what is left).
+const TURN_RESERVE: usize = 256 + 512;
+const PROMPT: &str = "you> ";
+const HELP: &str = "\
+Ask a question about your notes, or:
+  /tools        list the tools the model can call
+  /reset        start a new conversation
+  /save FILE    save the conversation (JSON)
+  /load FILE    continue a saved conversation
+  /quit         leave (also /exit or Ctrl-D)
+Ctrl-C stops an answer; at the prompt it clears the line.";
 
 /// Runs the REPL.
 pub fn run(
-    _global: &GlobalArgs,
-    _model: &ModelArgs,
-    _servers: &ServerArgs,
-    _agent: &AgentArgs,
-    _resume: Option<&Path>,
-) -> anyhow::Result<()> {
-    anyhow::bail!("recall chat is not built yet")
+    global: &GlobalArgs,
+    model: &ModelArgs,
+    servers: &ServerArgs,
+    agent: &AgentArgs,
+    resume: Option<&Path>,
+) -> Result<()> {
+    // A bad --resume file fails before the model loads, not after.
+    let conversation = match resume {
+        Some(path) => load_file(path)?,
+        None => Vec::new(),
+    };
+    let bench = Workbench::open(global, model, servers)?;
+    let mut input = Input::open();
+    let result = bench.session(model).and_then(|mut session| {
+        let mut repl = Repl {
+            bench: &bench,
+            session: &mut session,
+            approver: approver(servers.yes),
+            conversation,
+            global,
+            model,
+            agent,
+        };
+        repl.run(&mut input)
+    });
+    input.close();
+    bench.close();
+    result
+}
+
+struct Repl<'a, 's> {
+    bench: &'a Workbench,
+    session: &'a mut Session<'s>,
+    approver: Box<dyn Approver>,
+    conversation: Vec<Message>,
+    global: &'a GlobalArgs,
+    model: &'a ModelArgs,
+    agent: &'a AgentArgs,
+}
+
+impl Repl<'_, '_> {
+    fn run(&mut self, input: &mut Input) -> Result<()> {
+        if input.is_terminal() {
+            eprintln!("recall chat: ask about your notes; /help for commands, Ctrl-D to quit.");
+        }
+        loop {
+            let line = match input.read()? {
+                Read::Line(line) => line,
+                Read::Interrupted => continue,
+                Read::End => return Ok(()),
+            };
+            match parse_line(&line) {
+                Line::Empty => {}
+                Line::Question(question) => self.turn(question)?,
+                Line::Tools => self.print_tools()?,
+                Line::Reset => {
+                    self.conversation.clear();
+                    self.session.reset();
+                    eprintln!("recall: new conversation.");
+                }
+                Line::Save(Some(path)) => match save_file(Path::new(path), &self.conversation) {
+                    Ok(()) => eprintln!(
+                        "recall: saved {} messages to {path}",
+                        self.conversation.len()
+                    ),
+                    Err(err) => eprintln!("recall: {err:#}"),
+                },
+                Line::Load(Some(path)) => match load_file(Path::new(path)) {
+                    // The KV cache needs no reset: the next prompt reuses whatever prefix matches.
+                    Ok(messages) => {
+                        eprintln!("recall: loaded {} messages from {path}", messages.len());
+                        self.conversation = messages;
+                    }
+                    Err(err) => eprintln!("recall: {err:#} (conversation unchanged)"),
+                },
+                Line::Save(None) => eprintln!("recall: usage: /save FILE"),
+                Line::Load(None) => eprintln!("recall: usage: /load FILE"),
+                Line::Quit => return Ok(()),
+                Line::Help => eprintln!("{HELP}"),
+                Line::Unknown(command) => {
+                    eprintln!("recall: unknown command {command}; /help lists the commands")
+                }
+            }
+        }
+    }
+
+    /// One question: fit the context, ask, print the answer (or its JSON report).
+    fn turn(&mut self, question: &str) -> Result<()> {
+        let dropped = self.fit_context(question);
+        if dropped > 0 {
+            eprintln!(
+                "recall: dropped {dropped} old turn{} to fit the context of {} tokens",
+                if dropped == 1 { "" } else { "s" },
+                self.session.context_size()
+            );
+        }
+        let bench = self.bench;
+        // Ctrl-C pressed between turns must not stop this one.
+        bench.cancel.store(false, Ordering::Relaxed);
+        let before = self.conversation.len();
+        let mut agent = Agent {
+            model: &mut *self.session,
+            host: &bench.manager,
+            runtime: &bench.runtime,
+            template: &bench.template,
+            approver: self.approver.as_mut(),
+            options: bench.agent_options(self.model, self.agent),
+        };
+        let asked = agent.ask(
+            &mut self.conversation,
+            question,
+            &mut stream_to_stdout(!self.global.json),
+        );
+        let stopped = bench.cancel.swap(false, Ordering::Relaxed);
+        let turn = match asked {
+            Ok(turn) => turn,
+            Err(err) => {
+                // A failed turn leaves no half of itself behind; the chat goes on.
+                self.conversation.truncate(before);
+                eprintln!("\nrecall: {err:#}");
+                return Ok(());
+            }
+        };
+        let report = turn_json(&turn, bench.engine.info());
+        if let Some(path) = &self.global.transcript
+            && let Err(err) = write_transcript(path, &self.conversation, &report)
+        {
+            eprintln!("recall: warning: {err:#}");
+        }
+        let mut out = std::io::stdout().lock();
+        if self.global.json {
+            writeln!(out, "{report}")?;
+        } else {
+            writeln!(out)?;
+            print_citations(&mut out, &turn.citations)?;
+            writeln!(out)?;
+        }
+        out.flush()?;
+        if stopped {
+            eprintln!("recall: stopped.");
+        }
+        Ok(())
+    }
+
+    /// Drops the oldest turns until the next decision prompt, with its tool schemas and the
+    /// question, leaves room for the replies; returns how many were dropped.
+    fn fit_context(&mut self, question: &str) -> usize {
+        let tools = self.bench.manager.tools();
+        let template = &self.bench.template;
+        let session = &*self.session;
+        let limit = session
+            .context_size()
+            .saturating_sub(self.agent.max_tokens + TURN_RESERVE);
+        drop_oldest_turns(&mut self.conversation, |messages| {
+            let mut next = messages.to_vec();
+            next.push(Message::user(question));
+            // A prompt that cannot render is the turn's error to report, not a reason to drop.
+            template
+                .decision(&next, &tools)
+                .map_or(true, |prompt| session.count_tokens(&prompt.text) <= limit)
+        })
+    }
+
+    fn print_tools(&self) -> Result<()> {
+        let tools = self.bench.manager.routed_tools();
+        let mut out = std::io::stdout().lock();
+        if self.global.json {
+            let list: Vec<_> = tools
+                .iter()
+                .map(|t| {
+                    json!({"name": t.spec.name, "server": t.route.server,
+                           "description": t.spec.description})
+                })
+                .collect();
+            writeln!(out, "{}", json!({ "tools": list }))?;
+        } else if tools.is_empty() {
+            writeln!(out, "No tools: no server is running (see `recall tools`).")?;
+        } else {
+            for tool in &tools {
+                let summary = tool.spec.description.lines().next().unwrap_or("");
+                writeln!(out, "{}: {summary}", tool.spec.name)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one input line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Line<'a> {
+    Empty,
+    Question(&'a str),
+    Tools,
+    Reset,
+    Save(Option<&'a str>),
+    Load(Option<&'a str>),
+    Quit,
+    Help,
+    Unknown(&'a str),
+}
+
+fn parse_line(line: &str) -> Line<'_> {
+    let line = line.trim();
+    let Some(command) = line.strip_prefix('/') else {
+        return if line.is_empty() {
+            Line::Empty
+        } else {
+            Line::Question(line)
+        };
+    };
+    let (name, rest) = command
+        .split_once(char::is_whitespace)
+        .unwrap_or((command, ""));
+    // The rest of the line is the file name, spaces included.
+    let file = Some(rest.trim()).filter(|f| !f.is_empty());
+    match name {
+        "tools" => Line::Tools,
+        "reset" => Line::Reset,
+        "save" => Line::Save(file),
+        "load" => Line::Load(file),
+        "quit" | "exit" => Line::Quit,
+        "help" | "?" => Line::Help,
+        _ => Line::Unknown(line.split_whitespace().next().unwrap_or(line)),
+    }
+}
+
+/// Drops whole turns (a user message and everything up to the next one) from the front, after
+/// the system message, until `fits` holds or no turn is left; returns how many were dropped.
+pub fn drop_oldest_turns(
+    conversation: &mut Vec<Message>,
+    mut fits: impl FnMut(&[Message]) -> bool,
+) -> usize {
+    let head = usize::from(conversation.first().is_some_and(|m| m.role == Role::System));
+    let mut dropped = 0;
+    while conversation.len() > head && !fits(conversation) {
+        let end = conversation[head + 1..]
+            .iter()
+            .position(|m| m.role == Role::User)
+            .map_or(conversation.len(), |i| head + 1 + i);
+        conversation.drain(head..end);
+        dropped += 1;
+    }
+    dropped
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedChat {
+    version: u32,
+    messages: Vec<SavedMessage>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedMessage {
+    role: String,
+    content: String,
+}
+
+/// The `/save` format: `{"version":1,"messages":[{"role","content"}…]}`.
+pub fn conversation_to_json(conversation: &[Message]) -> String {
+    let saved = SavedChat {
+        version: SAVE_VERSION,
+        messages: conversation
+            .iter()
+            .map(|m| SavedMessage {
+                role: m.role.as_str().to_string(),
+                content: m.content.clone(),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&saved).expect("strings always serialize")
+}
+
+/// Reads the `/save` format. A conversation without a system message gets the agent's, since
+/// the agent only adds it to an empty conversation.
+pub fn conversation_from_json(text: &str) -> Result<Vec<Message>> {
+    let saved: SavedChat = serde_json::from_str(text).context("not a saved recall chat")?;
+    anyhow::ensure!(
+        saved.version == SAVE_VERSION,
+        "saved chat version {} is not supported (this recall reads version {SAVE_VERSION})",
+        saved.version
+    );
+    let mut messages = saved
+        .messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let role = match m.role.as_str() {
+                "system" => Role::System,
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "ipython" => Role::Ipython,
+                other => anyhow::bail!(
+                    "message {}: unknown role {other:?} (expected system, user, assistant or ipython)",
+                    i + 1
+                ),
+            };
+            Ok(Message::new(role, m.content))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if messages.first().is_some_and(|m| m.role != Role::System) {
+        messages.insert(0, Message::system(SYSTEM_PROMPT.trim()));
+    }
+    Ok(messages)
+}
+
+fn load_file(path: &Path) -> Result<Vec<Message>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read saved chat {}", path.display()))?;
+    conversation_from_json(&text).with_context(|| format!("cannot load {}", path.display()))
+}
+
+/// Writes beside the target and renames, so a failed save never destroys an earlier one.
+fn save_file(path: &Path, conversation: &[Message]) -> Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, conversation_to_json(conversation) + "\n")
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .with_context(|| format!("cannot save to {}", path.display()))
+}
+
+/// `$XDG_STATE_HOME/recall/history`, else `~/.local/state/recall/history`.
+fn history_path(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    // The XDG spec says relative values are invalid and must be ignored.
+    let state = xdg_state_home
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            home.filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(state.join("recall").join("history"))
+}
+
+/// Where lines come from: rustyline on a terminal, plain lines otherwise (pipes, tests).
+enum Input {
+    Editor {
+        editor: Box<DefaultEditor>,
+        history: Option<PathBuf>,
+    },
+    Plain,
+}
+
+enum Read {
+    Line(String),
+    Interrupted,
+    End,
+}
+
+impl Input {
+    fn open() -> Input {
+        if !std::io::stdin().is_terminal() {
+            return Input::Plain;
+        }
+        let config = Config::builder().auto_add_history(true).build();
+        let mut editor = match DefaultEditor::with_config(config) {
+            Ok(editor) => editor,
+            Err(err) => {
+                eprintln!("recall: warning: no line editing ({err}); reading plain lines");
+                return Input::Plain;
+            }
+        };
+        let history = history_path(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"));
+        if let Some(path) = &history
+            && let Err(err) = editor.load_history(path)
+            && !matches!(&err, ReadlineError::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
+        {
+            eprintln!(
+                "recall: warning: cannot read history {}: {err}",
+                path.display()
+            );
+        }
+        Input::Editor {
+            editor: Box::new(editor),
+            history,
+        }
+    }
+
+    fn is_terminal(&self) -> bool {
+        matches!(self, Input::Editor { .. })
+    }
+
+    fn read(&mut self) -> Result<Read> {
+        match self {
+            Input::Editor { editor, .. } => match editor.readline(PROMPT) {
+                Ok(line) => Ok(Read::Line(line)),
+                Err(ReadlineError::Interrupted) => Ok(Read::Interrupted),
+                Err(ReadlineError::Eof) => Ok(Read::End),
+                Err(err) => Err(err).context("cannot read from the terminal"),
+            },
+            Input::Plain => {
+                let mut bytes = Vec::new();
+                let n = std::io::stdin()
+                    .lock()
+                    .read_until(b'\n', &mut bytes)
+                    .context("cannot read stdin")?;
+                if n == 0 {
+                    return Ok(Read::End);
+                }
+                let line = String::from_utf8_lossy(&bytes);
+                Ok(Read::Line(line.trim_end_matches(['\n', '\r']).to_string()))
+            }
+        }
+    }
+
+    /// Saves the history; failing to is a warning, never an error.
+    fn close(self) {
+        let Input::Editor {
+            mut editor,
+            history: Some(path),
+        } = self
+        else {
+            return;
+        };
+        let saved = match path.parent() {
+            Some(dir) => std::fs::create_dir_all(dir).map_err(ReadlineError::Io),
+            None => Ok(()),
+        }
+        .and_then(|()| editor.save_history(&path));
+        if let Err(err) = saved {
+            eprintln!(
+                "recall: warning: cannot save history {}: {err}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(roles: &str) -> Vec<Message> {
+        roles
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                let role = match c {
+                    's' => Role::System,
+                    'u' => Role::User,
+                    'a' => Role::Assistant,
+                    'i' => Role::Ipython,
+                    _ => unreachable!(),
+                };
+                Message::new(role, format!("{c}{i}"))
+            })
+            .collect()
+    }
+
+    fn roles(conversation: &[Message]) -> String {
+        conversation
+            .iter()
+            .map(|m| m.role.as_str().chars().next().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn nothing_is_dropped_when_it_fits() {
+        let mut c = chat("suaiau");
+        assert_eq!(drop_oldest_turns(&mut c, |_| true), 0);
+        assert_eq!(c, chat("suaiau"));
+    }
+
+    #[test]
+    fn oldest_whole_turns_go_first_and_the_system_message_stays() {
+        let mut c = chat("suaiaua" /* two turns, the first with a call */);
+        let dropped = drop_oldest_turns(&mut c, |m| m.len() <= 3);
+        assert_eq!(dropped, 1);
+        assert_eq!(roles(&c), "sua");
+        assert_eq!(c[0].content, "s0");
+        assert_eq!(c[1].content, "u5", "the newer turn is the one kept");
+    }
+
+    #[test]
+    fn every_turn_goes_when_nothing_fits() {
+        let mut c = chat("suaua");
+        assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
+        assert_eq!(roles(&c), "s");
+        let mut c = chat("uaua");
+        assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
+        assert!(c.is_empty());
+        let mut empty = Vec::new();
+        assert_eq!(drop_oldest_turns(&mut empty, |_| false), 0);
+    }
+
+    #[test]
+    fn messages_before_the_first_question_count_as_one_turn() {
+        let mut c = chat("saiua");
+        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3), 1);
+        assert_eq!(roles(&c), "sua");
+    }
+
+    #[test]
+    fn saved_chats_round_trip() {
+        let c = chat("suaiau");
+        let text = conversation_to_json(&c);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["version"], 1);
+        assert_eq!(value["messages"][3]["role"], "ipython");
+        assert_eq!(value["messages"][3]["content"], "i3");
+        assert_eq!(conversation_from_json(&text).unwrap(), c);
+        assert!(
+            conversation_from_json(&conversation_to_json(&[]))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_saved_chat_without_a_system_message_gets_the_agents() {
+        let text = r#"{"version":1,"messages":[{"role":"user","content":"hi"}]}"#;
+        let c = conversation_from_json(text).unwrap();
+        assert_eq!(roles(&c), "su");
+        assert_eq!(c[0].content, SYSTEM_PROMPT.trim());
+    }
+
+    #[test]
+    fn bad_saved_chats_are_clear_errors() {
+        let cases = [
+            ("not json", "not a saved recall chat"),
+            (r#"{"messages":[]}"#, "version"),
+            (
+                r#"{"version":2,"messages":[]}"#,
+                "version 2 is not supported",
+            ),
+            (r#"{"version":1,"messages":[{"role":"user"}]}"#, "content"),
+            (
+                r#"{"version":1,"messages":[{"role":"user","content":"a"},{"role":"bot","content":"b"}]}"#,
+                "message 2: unknown role \"bot\"",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = format!("{:#}", conversation_from_json(text).unwrap_err());
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_naming_it_and_a_save_replaces_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let err = format!("{:#}", load_file(&missing).unwrap_err());
+        assert!(err.contains("missing.json"), "{err}");
+        let path = dir.path().join("s.json");
+        save_file(&path, &chat("sua")).unwrap();
+        save_file(&path, &chat("suaua")).unwrap();
+        assert_eq!(load_file(&path).unwrap(), chat("suaua"));
+        assert!(!dir.path().join("s.json.tmp").exists());
+    }
+
+    #[test]
+    fn lines_are_questions_or_commands() {
+        assert_eq!(parse_line("  "), Line::Empty);
+        assert_eq!(parse_line(" what is X? \n"), Line::Question("what is X?"));
+        assert_eq!(parse_line("/tools"), Line::Tools);
+        assert_eq!(parse_line("/reset"), Line::Reset);
+        assert_eq!(
+            parse_line("/save  my chat.json "),
+            Line::Save(Some("my chat.json"))
+        );
+        assert_eq!(parse_line("/save"), Line::Save(None));
+        assert_eq!(parse_line("/load a.json"), Line::Load(Some("a.json")));
+        assert_eq!(parse_line("/quit"), Line::Quit);
+        assert_eq!(parse_line("/exit"), Line::Quit);
+        assert_eq!(parse_line("/help"), Line::Help);
+        assert_eq!(parse_line("/frob x"), Line::Unknown("/frob"));
+    }
+
+    #[test]
+    fn history_lives_in_the_xdg_state_directory() {
+        let path = |xdg: Option<&str>, home: Option<&str>| {
+            history_path(xdg.map(OsString::from), home.map(OsString::from))
+        };
+        assert_eq!(
+            path(Some("/state"), Some("/home/u")),
+            Some(PathBuf::from("/state/recall/history"))
+        );
+        assert_eq!(
+            path(Some("relative"), Some("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/recall/history"))
+        );
+        assert_eq!(
+            path(None, Some("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/recall/history"))
+        );
+        assert_eq!(path(None, None), None);
+    }
 }
