@@ -3,31 +3,14 @@
 
 mod common;
 
+use common::{fixture_vault, recall};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn recall(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(args)
-        .env_remove("RECALL_VAULT")
-        .env_remove("RECALL_MODEL")
-        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("recall runs")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn fixture_vault() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/vault")
-        .display()
-        .to_string()
 }
 
 fn peers_config(dir: &Path) -> PathBuf {

@@ -4,29 +4,12 @@
 
 mod common;
 
+use common::{fixture_vault, recall};
+
 use std::collections::HashSet;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn fixture_vault() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/vault")
-        .display()
-        .to_string()
-}
-
-fn recall(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(args)
-        .env_remove("RECALL_VAULT")
-        .env_remove("RECALL_MODEL")
-        .env("XDG_CONFIG_HOME", "/nonexistent")
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("recall runs")
-}
 
 /// Runs a model command with the small, deterministic settings every test here uses.
 fn recall_with_model(args: &[&str]) -> Output {

@@ -1,7 +1,8 @@
 //! Shared helpers for the integration tests: where the real test models live.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 fn repo_file(relative: &str, fetch_with: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
@@ -27,4 +28,24 @@ pub fn tiny_llama3() -> PathBuf {
         "models/tiny-llama3.gguf",
         "scripts/fetch-llama3-tokenizer && scripts/make-tiny-llama3-gguf",
     )
+}
+
+/// The fixture vault every end-to-end test runs on.
+pub fn fixture_vault() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/vault")
+        .display()
+        .to_string()
+}
+
+/// Runs the `recall` binary with no user config, no env defaults and the hub offline.
+pub fn recall(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_recall"))
+        .args(args)
+        .env_remove("RECALL_VAULT")
+        .env_remove("RECALL_MODEL")
+        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("recall runs")
 }
