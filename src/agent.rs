@@ -154,8 +154,12 @@ impl Approver for RefuseAll {
 
 /// The parts a turn runs on.
 pub struct Agent<'a, M: ChatModel + ?Sized, H: ToolHost> {
-    /// The model, with its KV cache.
+    /// The model for decision steps, with its KV cache.
     pub model: &'a mut M,
+    /// A second context on the same model for answer steps. Answer prompts carry no schemas,
+    /// so they part from decision prompts at the system message: one shared cache would re-read
+    /// the whole conversation at every switch. `None` answers with `model`.
+    pub answer_model: Option<&'a mut M>,
     /// The tools.
     pub host: &'a H,
     /// Runs the host's async calls from this synchronous loop.
@@ -252,7 +256,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let prompt = self.template.answer(conversation)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let request = self.request(self.options.answer_tokens);
-        let completion = self.model.generate(&prompt.text, &request, on_text)?;
+        let answerer: &mut M = match self.answer_model.as_deref_mut() {
+            Some(model) => model,
+            None => &mut *self.model,
+        };
+        let completion = answerer.generate(&prompt.text, &request, on_text)?;
         let answer = completion.text.trim().to_string();
         conversation.push(Message::assistant(answer.clone()));
         steps.push(step("answer", &completion, Vec::new()));

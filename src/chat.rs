@@ -55,10 +55,14 @@ pub fn run(
     };
     let bench = Workbench::open(global, model, servers)?;
     let mut input = Input::open();
-    let result = bench.session(model).and_then(|mut session| {
+    let sessions = bench
+        .session(model)
+        .and_then(|s| Ok((s, bench.session(model)?)));
+    let result = sessions.and_then(|(mut session, mut answer_session)| {
         let mut repl = Repl {
             bench: &bench,
             session: &mut session,
+            answer_session: &mut answer_session,
             approver: approver(servers.yes),
             conversation,
             global,
@@ -75,6 +79,8 @@ pub fn run(
 struct Repl<'a, 's> {
     bench: &'a Workbench,
     session: &'a mut Session<'s>,
+    /// Answer prompts carry no tool schemas; their own cache keeps their prefix across turns.
+    answer_session: &'a mut Session<'s>,
     approver: Box<dyn Approver>,
     conversation: Vec<Message>,
     global: &'a GlobalArgs,
@@ -100,6 +106,7 @@ impl Repl<'_, '_> {
                 Line::Reset => {
                     self.conversation.clear();
                     self.session.reset();
+                    self.answer_session.reset();
                     eprintln!("recall: new conversation.");
                 }
                 Line::Save(Some(path)) => match save_file(Path::new(path), &self.conversation) {
@@ -144,6 +151,7 @@ impl Repl<'_, '_> {
         let before = self.conversation.len();
         let mut agent = Agent {
             model: &mut *self.session,
+            answer_model: Some(&mut *self.answer_session),
             host: &bench.manager,
             runtime: &bench.runtime,
             template: &bench.template,

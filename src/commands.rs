@@ -377,9 +377,11 @@ pub fn ask(
 ) -> Result<()> {
     let bench = Workbench::open(global, model_args, server_args)?;
     let mut session = bench.session(model_args)?;
+    let mut answer_session = bench.session(model_args)?;
     let mut approver = approver(server_args.yes);
     let mut agent = Agent {
         model: &mut session,
+        answer_model: Some(&mut answer_session),
         host: &bench.manager,
         runtime: &bench.runtime,
         template: &bench.template,
@@ -392,7 +394,7 @@ pub fn ask(
         question,
         &mut stream_to_stdout(!global.json),
     )?;
-    drop(session);
+    drop((session, answer_session));
 
     let report = turn_json(&turn, bench.engine.info());
     if let Some(path) = &global.transcript {

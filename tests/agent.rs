@@ -41,6 +41,7 @@ impl Rig {
         let mut approver = RefuseAll;
         let mut agent = Agent {
             model,
+            answer_model: None,
             host: &self.manager,
             runtime: &self.runtime,
             template: &self.template,
@@ -289,4 +290,37 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
         "a later call succeeds after the restart"
     );
     assert_eq!(turn.answer, "Recovered.");
+}
+
+#[test]
+fn a_separate_answer_model_gets_only_answer_prompts() {
+    let rig = rig(&fixture_vault());
+    let mut decider = ScriptedModel::new([r#"[search_notes(query="launch")]"#, "Answering."], 8192);
+    let mut answerer = ScriptedModel::new(["From the notes."], 8192);
+    let mut approver = RefuseAll;
+    let mut agent = Agent {
+        model: &mut decider,
+        answer_model: Some(&mut answerer),
+        host: &rig.manager,
+        runtime: &rig.runtime,
+        template: &rig.template,
+        approver: &mut approver,
+        options: AgentOptions::default(),
+    };
+    let mut conversation = Vec::new();
+    let turn = agent
+        .ask(&mut conversation, "What about the launch?", &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(turn.answer, "From the notes.");
+    assert_eq!(decider.prompts.len(), 2);
+    assert!(
+        decider
+            .prompts
+            .iter()
+            .all(|p| p.contains("\"name\": \"search_notes\""))
+    );
+    assert_eq!(answerer.prompts.len(), 1);
+    assert!(!answerer.prompts[0].contains("\"name\": \"search_notes\""));
 }
