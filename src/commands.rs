@@ -31,11 +31,7 @@ pub fn load_model(args: &ModelArgs) -> Result<Engine> {
             Err(err @ (CatalogError::Download { .. } | CatalogError::NotCached { .. })),
             Some(fallback),
         ) => {
-            tracing::warn!("{err}; using {fallback} instead");
-            eprintln!(
-                "recall: {} is not available offline; using {fallback}",
-                args.model
-            );
+            eprintln!("recall: {err}\nrecall: using {fallback} instead");
             catalog::resolve_model(fallback, progress)?
         }
         (result, _) => result?,
