@@ -2,7 +2,9 @@
 //! built in parallel at start and updated one file at a time afterwards.
 
 use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::links::Link;
@@ -87,6 +89,8 @@ pub struct BuildStats {
     pub bytes: u64,
     /// Wall time.
     pub elapsed: std::time::Duration,
+    /// Wall time of the walk (listing files).
+    pub walk_elapsed: std::time::Duration,
     /// Wall time of the walk plus the parallel read/parse/tokenise phase (the rest is merging).
     pub parse_elapsed: std::time::Duration,
 }
@@ -136,6 +140,14 @@ fn prepare(
     tok: &mut Tokenizer,
 ) -> Result<(NoteEntry, DocTerms), VaultError> {
     let text = vault.read_note(&f.rel)?;
+    let rel = f.rel.clone();
+    // A parser panic on one odd file skips that file; it must not take the server down.
+    std::panic::catch_unwind(AssertUnwindSafe(|| analyse(f, text, tok)))
+        .map_err(|_| VaultError::Unparsable(rel))
+}
+
+/// Parses and tokenises one note's text.
+fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTerms) {
     let parsed = note::parse(&text);
     let key = key_of(&f.rel);
     let title = key.rsplit('/').next().unwrap_or(&key).to_string();
@@ -163,7 +175,7 @@ fn prepare(
         parsed,
         text,
     };
-    Ok((entry, terms))
+    (entry, terms)
 }
 
 impl VaultIndex {
@@ -171,35 +183,49 @@ impl VaultIndex {
     pub fn build(vault: Vault) -> (Self, BuildStats) {
         let t0 = Instant::now();
         let walk = vault.walk();
+        let walk_elapsed = t0.elapsed();
         for (rel, why) in &walk.skipped {
             tracing::info!(path = %rel, reason = why, "skipped");
         }
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
-        let chunk = walk.notes.len().div_ceil(threads).max(1);
-        let prepared: Vec<Vec<Prepared>> = std::thread::scope(|s| {
-            let handles: Vec<_> = walk
-                .notes
-                .chunks(chunk)
-                .map(|files| {
-                    let vault = &vault;
+        // Threads take the next file from a shared counter (file sizes vary too much for even
+        // chunks); each keeps its own tokenizer, which the merge below needs back.
+        let next = AtomicUsize::new(0);
+        let per_thread: Vec<(Vec<(usize, Prepared)>, Tokenizer)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (vault, files, next) = (&vault, &walk.notes, &next);
                     s.spawn(move || {
                         let mut tok = Tokenizer::default();
-                        files
-                            .iter()
-                            .map(|f| {
-                                prepare(vault, f.clone(), &mut tok).map_err(|e| (f.rel.clone(), e))
-                            })
-                            .collect()
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(f) = files.get(i) else { break };
+                            let prepared =
+                                prepare(vault, f.clone(), &mut tok).map_err(|e| (f.rel.clone(), e));
+                            done.push((i, prepared));
+                        }
+                        (done, tok)
                     })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_default())
+                .map(|h| h.join().expect("an indexing thread panicked"))
                 .collect()
         });
+        // Insert in walk order, so that note numbers do not depend on thread timing.
+        let mut tokenizers = Vec::with_capacity(per_thread.len());
+        let mut ordered: Vec<Option<(usize, Prepared)>> = Vec::new();
+        ordered.resize_with(walk.notes.len(), || None);
+        for (t, (done, tok)) in per_thread.into_iter().enumerate() {
+            tokenizers.push(tok);
+            for (i, prepared) in done {
+                ordered[i] = Some((t, prepared));
+            }
+        }
         let mut idx = Self {
             vault,
             slots: Vec::new(),
@@ -211,15 +237,16 @@ impl VaultIndex {
         };
         let parse_elapsed = t0.elapsed();
         let mut stats = BuildStats {
+            walk_elapsed,
             parse_elapsed,
             skipped: walk.skipped.len(),
             ..Default::default()
         };
-        for r in prepared.into_iter().flatten() {
-            match r {
+        for (t, prepared) in ordered.into_iter().flatten() {
+            match prepared {
                 Ok((entry, terms)) => {
                     stats.bytes += entry.bytes;
-                    idx.insert(entry, terms);
+                    idx.insert(entry, terms, &mut tokenizers[t]);
                 }
                 Err((rel, e)) => {
                     stats.skipped += 1;
@@ -236,7 +263,7 @@ impl VaultIndex {
         (idx, stats)
     }
 
-    fn insert(&mut self, entry: NoteEntry, terms: DocTerms) -> u32 {
+    fn insert(&mut self, entry: NoteEntry, terms: DocTerms, tok: &mut Tokenizer) -> u32 {
         let id = match self.by_rel.get(&entry.rel) {
             Some(&id) => {
                 self.unlink(id);
@@ -251,7 +278,7 @@ impl VaultIndex {
             },
         };
         self.names.add(id, &entry.names());
-        self.search.insert(id, terms);
+        self.search.insert(id, terms, tok);
         self.by_rel.insert(entry.rel.clone(), id);
         self.ordered
             .insert((entry.key.clone(), entry.rel.clone()), id);
@@ -356,7 +383,7 @@ impl VaultIndex {
         let mut tok = Tokenizer::default();
         match prepare(&self.vault, f, &mut tok) {
             Ok((entry, terms)) => {
-                self.insert(entry, terms);
+                self.insert(entry, terms, &mut tok);
                 tracing::debug!(path = %rel, "indexed");
             }
             Err(e) => {

@@ -8,7 +8,6 @@
 //! as tantivy brings segment merging, a commit model and a far larger build for no gain here.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -169,33 +168,11 @@ fn is_stop_word(w: &str) -> bool {
     w.len() <= 9 && STOP_SET.contains(w)
 }
 
-/// FNV-1a: a fast hasher for short, trusted-enough keys (terms of the user's own vault).
-#[derive(Default, Clone, Copy)]
-pub struct FnvHasher(u64);
+/// Hash-map state for terms of the user's own vault (fast; no need for DoS resistance here).
+pub type Fast = rustc_hash::FxBuildHasher;
 
-impl Hasher for FnvHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-/// Hash-map state using [`FnvHasher`].
-pub type Fast = BuildHasherDefault<FnvHasher>;
-
-/// Most distinct words a tokenizer remembers stems for.
-const STEM_CACHE: usize = 100_000;
+/// Most distinct words a tokenizer remembers the term of.
+const WORD_CACHE: usize = 100_000;
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
@@ -203,11 +180,43 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F)
 }
 
-/// Turns text into search terms. Reusable (holds the stemmer and a scratch buffer).
+/// Turns text into search terms. Reusable: it keeps the stemmer, a cache from words to terms,
+/// and numbers every term it produces ([`TermId`]), so that building and merging documents
+/// costs one hash lookup per word and one per distinct term, not one per word per step.
 pub struct Tokenizer {
     stemmer: Stemmer,
     word: String,
-    stems: HashMap<Box<str>, Box<str>, Fast>,
+    /// Lowercased word → its term (the stem; numbers as they are), or `None` for a stop word.
+    words: HashMap<Box<str>, Option<TermId>, Fast>,
+    vocab: Vocab,
+    /// Per-term counts of the document being built ([`DocTerms::build`]), and which are set.
+    counts: Vec<[u16; FIELDS]>,
+    touched: Vec<TermId>,
+}
+
+/// A term's number within one [`Tokenizer`].
+type TermId = u32;
+
+/// The terms a tokenizer has produced, and their ids in the [`SearchIndex`] once merged.
+#[derive(Default)]
+struct Vocab {
+    text: Vec<Box<str>>,
+    ids: HashMap<Box<str>, TermId, Fast>,
+    /// `text[i]`'s index id, or `u32::MAX` before the first merge of a document holding it.
+    merged: Vec<u32>,
+}
+
+impl Vocab {
+    fn intern(&mut self, term: &str) -> TermId {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.text.len() as TermId;
+        self.text.push(term.into());
+        self.ids.insert(term.into(), id);
+        self.merged.push(u32::MAX);
+        id
+    }
 }
 
 impl Default for Tokenizer {
@@ -215,7 +224,10 @@ impl Default for Tokenizer {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
             word: String::new(),
-            stems: HashMap::default(),
+            words: HashMap::default(),
+            vocab: Vocab::default(),
+            counts: Vec::new(),
+            touched: Vec::new(),
         }
     }
 }
@@ -223,18 +235,21 @@ impl Default for Tokenizer {
 impl Tokenizer {
     /// Calls `f(term, byte_start, byte_end)` for every term in `text`. With `query` set, CJK
     /// runs longer than one character give only bigrams (the index holds both).
-    pub fn each(&mut self, text: &str, query: bool, f: impl FnMut(&str, usize, usize)) {
-        self.each_filtered(text, query, None, f);
+    pub fn each(&mut self, text: &str, query: bool, mut f: impl FnMut(&str, usize, usize)) {
+        self.each_id(text, query, None, |vocab, id, start, end| {
+            f(&vocab.text[id as usize], start, end);
+        });
     }
 
-    /// Like [`Tokenizer::each`], but with `only` set, words that cannot stem to one of those
-    /// terms (different first two letters) are skipped before stemming (fast snippet scans).
-    fn each_filtered(
+    /// The core of [`Tokenizer::each`], giving term ids. With `only` set, words that cannot
+    /// stem to one of those terms (different first two letters) are skipped before stemming
+    /// (fast snippet scans).
+    fn each_id(
         &mut self,
         text: &str,
         query: bool,
         only: Option<&[String]>,
-        mut f: impl FnMut(&str, usize, usize),
+        mut f: impl FnMut(&Vocab, TermId, usize, usize),
     ) {
         let mut chars = text.char_indices().peekable();
         let mut buf = [0u8; 8];
@@ -248,11 +263,13 @@ impl Tokenizer {
                     let pend = pi + pc.len_utf8();
                     let single_run = run == 1 && next.is_none();
                     if !query || single_run {
-                        f(pc.encode_utf8(&mut buf), pi, pend);
+                        let id = self.vocab.intern(pc.encode_utf8(&mut buf));
+                        f(&self.vocab, id, pi, pend);
                     }
                     let Some((ni, nc)) = next else { break };
-                    let bigram = &text[pi..ni + nc.len_utf8()];
-                    f(bigram, pi, ni + nc.len_utf8());
+                    let bigram_end = ni + nc.len_utf8();
+                    let id = self.vocab.intern(&text[pi..bigram_end]);
+                    f(&self.vocab, id, pi, bigram_end);
                     chars.next();
                     prev = (ni, nc);
                     run += 1;
@@ -280,25 +297,34 @@ impl Tokenizer {
             } else {
                 self.word.extend(raw.chars().flat_map(char::to_lowercase));
             }
-            if self.word.len() > 64 || is_stop_word(&self.word) {
+            if self.word.len() > 64 {
                 continue;
             }
-            if let Some(only) = only
-                && !only.iter().any(|t| same_start(t, &self.word))
-            {
-                continue;
-            }
-            if self.word.bytes().any(|b| b.is_ascii_digit()) {
-                f(&self.word, start, end);
-            } else if let Some(stem) = self.stems.get(self.word.as_str()) {
-                f(stem, start, end);
-            } else {
-                let stem: Box<str> = self.stemmer.stem(&self.word).into();
-                f(&stem, start, end);
-                if self.stems.len() >= STEM_CACHE {
-                    self.stems.clear();
+            // One lookup per word: the cache also remembers which words are stop words.
+            let id = match self.words.get(self.word.as_str()) {
+                Some(&id) => id,
+                None => {
+                    if let Some(only) = only
+                        && !only.iter().any(|t| same_start(t, &self.word))
+                    {
+                        continue;
+                    }
+                    let id = if is_stop_word(&self.word) {
+                        None
+                    } else if self.word.bytes().any(|b| b.is_ascii_digit()) {
+                        Some(self.vocab.intern(&self.word))
+                    } else {
+                        Some(self.vocab.intern(&self.stemmer.stem(&self.word)))
+                    };
+                    if self.words.len() >= WORD_CACHE {
+                        self.words.clear();
+                    }
+                    self.words.insert(self.word.as_str().into(), id);
+                    id
                 }
-                self.stems.insert(self.word.as_str().into(), stem);
+            };
+            if let Some(id) = id {
+                f(&self.vocab, id, start, end);
             }
         }
     }
@@ -320,32 +346,41 @@ fn same_start(a: &str, b: &str) -> bool {
     a.chars().zip(b.chars()).take(2).all(|(x, y)| x == y)
 }
 
-/// A document prepared for the index (built off-lock, possibly on another thread).
+/// A document prepared for the index (built off-lock, possibly on another thread): its terms
+/// as ids of the [`Tokenizer`] that built it, which must be the one passed to
+/// [`SearchIndex::insert`].
 #[derive(Debug, Default, Clone)]
 pub struct DocTerms {
-    terms: Vec<(Box<str>, [u16; FIELDS])>,
+    terms: Vec<(TermId, [u16; FIELDS])>,
     lens: [u32; FIELDS],
 }
 
 impl DocTerms {
     /// Tokenises the fields of one document.
     pub fn build(tok: &mut Tokenizer, fields: [&str; FIELDS]) -> Self {
-        let mut map: HashMap<Box<str>, [u16; FIELDS], Fast> = HashMap::default();
+        let mut counts = std::mem::take(&mut tok.counts);
+        let mut touched = std::mem::take(&mut tok.touched);
         let mut lens = [0u32; FIELDS];
         for (fi, text) in fields.iter().enumerate() {
-            tok.each(text, false, |t, _, _| {
+            tok.each_id(text, false, None, |vocab, id, _, _| {
                 lens[fi] += 1;
-                let e = match map.get_mut(t) {
-                    Some(e) => e,
-                    None => map.entry(t.into()).or_default(),
-                };
-                e[fi] = e[fi].saturating_add(1);
+                if counts.len() < vocab.text.len() {
+                    counts.resize(vocab.text.len(), [0; FIELDS]);
+                }
+                let c = &mut counts[id as usize];
+                if *c == [0; FIELDS] {
+                    touched.push(id);
+                }
+                c[fi] = c[fi].saturating_add(1);
             });
         }
-        Self {
-            terms: map.into_iter().collect(),
-            lens,
-        }
+        let terms = touched
+            .drain(..)
+            .map(|id| (id, std::mem::take(&mut counts[id as usize])))
+            .collect();
+        tok.counts = counts;
+        tok.touched = touched;
+        Self { terms, lens }
     }
 }
 
@@ -377,8 +412,8 @@ pub struct Scored {
 }
 
 impl SearchIndex {
-    /// Adds (or replaces) document `doc`.
-    pub fn insert(&mut self, doc: u32, terms: DocTerms) {
+    /// Adds (or replaces) document `doc`; `tok` is the tokenizer that built `terms`.
+    pub fn insert(&mut self, doc: u32, terms: DocTerms, tok: &mut Tokenizer) {
         self.remove(doc);
         let d = doc as usize;
         if self.doc_terms.len() <= d {
@@ -386,12 +421,20 @@ impl SearchIndex {
             self.doc_lens.resize(d + 1, [0; FIELDS]);
             self.live.resize(d + 1, false);
         }
+        let vocab = &mut tok.vocab;
         let mut ids = Vec::with_capacity(terms.terms.len());
         for (term, tf) in terms.terms {
-            let next = self.postings.len() as u32;
-            let id = *self.dict.entry(term).or_insert(next);
-            if id == next {
-                self.postings.push(Vec::new());
+            let mut id = vocab.merged[term as usize];
+            if id == u32::MAX {
+                let next = self.postings.len() as u32;
+                id = *self
+                    .dict
+                    .entry(vocab.text[term as usize].clone())
+                    .or_insert(next);
+                if id == next {
+                    self.postings.push(Vec::new());
+                }
+                vocab.merged[term as usize] = id;
             }
             self.postings[id as usize].push(Posting { doc, tf });
             ids.push(id);
@@ -486,7 +529,8 @@ pub fn snippet(tok: &mut Tokenizer, body: &str, terms: &[String], width: usize) 
     const SCAN: usize = 4_000_000;
     let scan = floor_char(body, SCAN.min(body.len()));
     let mut hits: Vec<(usize, usize)> = Vec::new();
-    tok.each_filtered(&body[..scan], false, Some(terms), |t, s, _| {
+    tok.each_id(&body[..scan], false, Some(terms), |vocab, id, s, _| {
+        let t = &*vocab.text[id as usize];
         if let Some(i) = terms.iter().position(|q| q == t) {
             hits.push((s, i));
         }
@@ -591,31 +635,49 @@ mod tests {
     fn ranks_title_over_body_and_removes() {
         let mut tok = Tokenizer::default();
         let mut idx = SearchIndex::default();
-        idx.insert(
-            0,
-            DocTerms::build(&mut tok, ["Photosynthesis", "", "", "plants use light"]),
+        let doc = DocTerms::build(&mut tok, ["Photosynthesis", "", "", "plants use light"]);
+        idx.insert(0, doc, &mut tok);
+        let doc = DocTerms::build(
+            &mut tok,
+            [
+                "Cells",
+                "",
+                "",
+                "photosynthesis happens in chloroplasts of cells and more words here",
+            ],
         );
-        idx.insert(
-            1,
-            DocTerms::build(
-                &mut tok,
-                [
-                    "Cells",
-                    "",
-                    "",
-                    "photosynthesis happens in chloroplasts of cells and more words here",
-                ],
-            ),
-        );
+        idx.insert(1, doc, &mut tok);
         let q = tok.query_terms("how does photosynthesis work");
         let hits = idx.search(&q, |_| true);
         assert_eq!(hits[0].doc, 0);
         assert_eq!(hits.len(), 2);
         idx.remove(0);
         assert_eq!(idx.search(&q, |_| true).len(), 1);
-        idx.insert(1, DocTerms::build(&mut tok, ["Cells", "", "", "nothing"]));
+        let doc = DocTerms::build(&mut tok, ["Cells", "", "", "nothing"]);
+        idx.insert(1, doc, &mut tok);
         assert!(idx.search(&q, |_| true).is_empty());
         assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn documents_from_different_tokenizers_share_terms() {
+        // The two tokenizers number their terms differently ("zebra" is 0 in one, 1 in the
+        // other); the index must still see one term.
+        let (mut a, mut b) = (Tokenizer::default(), Tokenizer::default());
+        let mut idx = SearchIndex::default();
+        let doc = DocTerms::build(&mut a, ["", "", "", "zebra stripes"]);
+        idx.insert(0, doc, &mut a);
+        let doc = DocTerms::build(&mut b, ["", "", "", "stripes of a zebra"]);
+        idx.insert(1, doc, &mut b);
+        let doc = DocTerms::build(&mut a, ["", "", "", "stripes at sunset"]);
+        idx.insert(2, doc, &mut a);
+        assert_eq!(idx.terms(), 3);
+        let q = Tokenizer::default().query_terms("zebras");
+        let mut docs: Vec<u32> = idx.search(&q, |_| true).iter().map(|s| s.doc).collect();
+        docs.sort();
+        assert_eq!(docs, [0, 1]);
+        let q = Tokenizer::default().query_terms("stripe");
+        assert_eq!(idx.search(&q, |_| true).len(), 3);
     }
 
     #[test]

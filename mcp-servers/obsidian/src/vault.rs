@@ -33,6 +33,9 @@ pub enum VaultError {
     /// The file is larger than [`MAX_NOTE_BYTES`].
     #[error("`{0}` is too large ({1} bytes)")]
     TooLarge(String, u64),
+    /// Parsing the note failed unexpectedly (a bug in a parser; the note is skipped, not fatal).
+    #[error("`{0}` could not be parsed")]
+    Unparsable(String),
     /// Some other I/O failure; only the error kind is kept (its text may name absolute paths).
     #[error("`{0}` could not be read ({1:?})")]
     Io(String, std::io::ErrorKind),
