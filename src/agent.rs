@@ -12,13 +12,14 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::engine::{
     ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
+    StopReason,
 };
 use crate::grammar::ToolGrammar;
 use crate::mcp::{ToolHost, ToolRoute};
@@ -47,7 +48,8 @@ pub struct AgentOptions {
     pub tool_first: bool,
     /// Sampling for both steps.
     pub sampling: Sampling,
-    /// Set to end the current generation (Ctrl-C).
+    /// Set (by Ctrl-C) to stop the turn: the generation running, or the tool calls, which
+    /// then end the turn with [`AgentError::Cancelled`].
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
@@ -126,6 +128,9 @@ pub enum AgentError {
     /// A prompt failed to render.
     #[error(transparent)]
     Prompt(#[from] PromptError),
+    /// The user stopped the turn (Ctrl-C) before its answer began.
+    #[error("stopped")]
+    Cancelled,
 }
 
 /// Asks before a call to a tool whose server is not read-only; `true` lets it run.
@@ -217,6 +222,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 stop_if_prose(&seen)
             })?;
             tracing::debug!(target: "recall::model", "decision output: {:?}", completion.text);
+            if completion.stop == StopReason::Cancelled {
+                return Err(AgentError::Cancelled);
+            }
             let calls = match parse_reply(&completion.text, &tools) {
                 Reply::Answer(_) => {
                     steps.push(step("decision", &completion, Vec::new()));
@@ -245,7 +253,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 break;
             }
 
-            let (records, results) = self.run_calls(&calls);
+            let (records, results) = self.run_calls(&calls)?;
             steps.push(step("decision", &completion, records));
             let budget = self.result_budget(conversation, &tools)?;
             conversation.push(Message::assistant(completion.text.trim()));
@@ -278,8 +286,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         request
     }
 
-    /// Checks, approves and runs the calls, concurrently; results in call order.
-    fn run_calls(&mut self, calls: &[ToolCall]) -> (Vec<CallRecord>, Vec<ToolOutput>) {
+    /// Checks, approves and runs the calls, concurrently; results in call order. Ctrl-C
+    /// abandons calls still running (their futures are dropped, which cancels the requests).
+    fn run_calls(
+        &mut self,
+        calls: &[ToolCall],
+    ) -> Result<(Vec<CallRecord>, Vec<ToolOutput>), AgentError> {
         let tools = self.host.tools();
         let mut ready: Vec<Option<ToolOutput>> = Vec::new();
         let mut routes = Vec::new();
@@ -312,10 +324,19 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .filter(|(_, done)| done.is_none())
             .map(|(call, _)| host.call(call))
             .collect();
-        let mut ran = self
-            .runtime
-            .block_on(futures::future::join_all(pending))
-            .into_iter();
+        let cancel = self.options.cancel.clone();
+        let ran = self.runtime.block_on(async move {
+            let all = std::pin::pin!(futures::future::join_all(pending));
+            let stop = std::pin::pin!(cancelled(cancel));
+            match futures::future::select(all, stop).await {
+                futures::future::Either::Left((outputs, _)) => Some(outputs),
+                futures::future::Either::Right(_) => None,
+            }
+        });
+        let Some(ran) = ran else {
+            return Err(AgentError::Cancelled);
+        };
+        let mut ran = ran.into_iter();
         let elapsed = started.elapsed();
         let results: Vec<ToolOutput> = ready
             .into_iter()
@@ -338,7 +359,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 elapsed,
             })
             .collect();
-        (records, results)
+        Ok((records, results))
     }
 
     /// Tokens a new tool result may take: what is left of the context after the conversation,
@@ -381,6 +402,17 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
 }
 
 /// A call list's identity for the repetition guard: names and arguments, order-insensitive.
+/// Resolves once `flag` is set (never, without one). Polled: the flag is a plain atomic that
+/// the Ctrl-C handler sets, shared with the engine's token loop.
+async fn cancelled(flag: Option<Arc<AtomicBool>>) {
+    let Some(flag) = flag else {
+        return std::future::pending().await;
+    };
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn call_signature(calls: &[ToolCall]) -> String {
     let mut parts: Vec<String> = calls
         .iter()

@@ -36,6 +36,13 @@ pub fn run() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("recall: {err:#}");
+            if matches!(
+                err.downcast_ref::<agent::AgentError>(),
+                Some(agent::AgentError::Cancelled)
+            ) {
+                // What shells report for a run ended by Ctrl-C.
+                return ExitCode::from(130);
+            }
             ExitCode::FAILURE
         }
     }

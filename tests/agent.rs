@@ -1,11 +1,16 @@
 //! The agent loop, deterministic: a scripted model drives the real bundled vault server (a real
-//! `recall mcp-vault-server` child over stdio) on the fixture vault.
+//! `recall mcp-vault-server` child over stdio) on the fixture vault, and server-everything for a
+//! tool slow enough to interrupt.
+
+mod common;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use recall::agent::{Agent, AgentOptions, RefuseAll, Turn};
-use recall::config;
+use recall::agent::{Agent, AgentError, AgentOptions, RefuseAll, Turn};
+use recall::config::{self, ServerSpec};
 use recall::engine::scripted::ScriptedModel;
 use recall::mcp::McpManager;
 use recall::prompt::{ChatTemplate, Message, Role};
@@ -323,4 +328,57 @@ fn a_separate_answer_model_gets_only_answer_prompts() {
     );
     assert_eq!(answerer.prompts.len(), 1);
     assert!(!answerer.prompts[0].contains("\"name\": \"search_notes\""));
+}
+
+#[test]
+fn ctrl_c_during_a_tool_call_ends_the_turn() {
+    // server-everything's slow tool runs for a minute; Ctrl-C (the flag) comes after a moment.
+    // The scripted model never looks at the flag, so only the call's cancellation can end the
+    // turn early, and the turn ending with `Cancelled` is the proof.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut everything = ServerSpec::new(
+        "everything",
+        "node",
+        vec![common::everything_server_js(), "stdio".into()],
+    );
+    everything.read_only = true;
+    let manager = runtime.block_on(McpManager::start(&[everything]));
+    let template = ChatTemplate::llama3();
+    let mut model = ScriptedModel::new(
+        [
+            r#"[trigger-long-running-operation(duration=60, steps=2)]"#,
+            "never reached",
+        ],
+        8192,
+    );
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let mut approver = RefuseAll;
+    let mut agent = Agent {
+        model: &mut model,
+        answer_model: None,
+        host: &manager,
+        runtime: &runtime,
+        template: &template,
+        approver: &mut approver,
+        options: AgentOptions {
+            cancel: Some(cancel),
+            ..AgentOptions::default()
+        },
+    };
+    let mut conversation = Vec::new();
+    let asked = agent.ask(&mut conversation, "Run the slow thing", &mut |_| {
+        ControlFlow::Continue(())
+    });
+    assert!(
+        matches!(asked, Err(AgentError::Cancelled)),
+        "{:?}",
+        asked.map(|t| t.answer)
+    );
+    assert_eq!(model.prompts.len(), 1, "no step after the cancelled call");
+    runtime.block_on(manager.shutdown());
 }

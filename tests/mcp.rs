@@ -2,6 +2,8 @@
 //! `@modelcontextprotocol/server-everything` from npm) and the bundled vault server, as real child
 //! processes. Peers come from `scripts/install-peers`; a missing one fails the test, never skips it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,25 +16,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn require(path: &Path) -> String {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-peers (it installs the third-party MCP servers these \
-         tests use)",
-        path.display()
-    );
-    path.to_str().expect("UTF-8 repo path").to_owned()
-}
-
 fn time_server(name: &str) -> ServerSpec {
-    let bin = require(&root().join(".venv-peers/bin/mcp-server-time"));
+    let bin = common::time_server_bin();
     ServerSpec::new(name, bin, vec!["--local-timezone".into(), "UTC".into()])
 }
 
 fn everything_server(name: &str) -> ServerSpec {
-    let js =
-        root().join(".peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    ServerSpec::new(name, "node", vec![require(&js), "stdio".into()])
+    let js = common::everything_server_js();
+    ServerSpec::new(name, "node", vec![js, "stdio".into()])
 }
 
 fn call(name: &str, arguments: Value) -> ToolCall {
@@ -476,7 +467,7 @@ async fn bundled_vault_server_runs_as_a_child_of_recall_next_to_a_third_party_se
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_file_drives_the_manager() {
-    require(&root().join(".venv-peers/bin/mcp-server-time"));
+    common::time_server_bin();
     let text = r#"{
       "globalShortcut": "ignored",
       "mcpServers": {

@@ -30,6 +30,21 @@ pub fn tiny_llama3() -> PathBuf {
     )
 }
 
+/// `mcp-server-time` from PyPI, a third-party MCP server.
+pub fn time_server_bin() -> String {
+    peer(".venv-peers/bin/mcp-server-time")
+}
+
+/// The entry script of `@modelcontextprotocol/server-everything` from npm (run with `node`).
+pub fn everything_server_js() -> String {
+    peer(".peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+fn peer(relative: &str) -> String {
+    let path = repo_file(relative, "scripts/install-peers");
+    path.to_str().expect("UTF-8 repo path").to_owned()
+}
+
 /// The fixture vault every end-to-end test runs on.
 pub fn fixture_vault() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
