@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, Citation, RefuseAll, Turn};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::config;
+use crate::engine::GenerationStats;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
@@ -287,8 +288,27 @@ impl Workbench {
         model_args: &ModelArgs,
         server_args: &ServerArgs,
     ) -> Result<Workbench> {
+        Self::open_after(global, model_args, server_args, |_, _| Ok(())).map(|(bench, ())| bench)
+    }
+
+    /// Starts the servers, runs `first` on them, and only when it succeeds loads the model: a
+    /// bad target should fail before the user waits for a model to load.
+    pub fn open_after<T>(
+        global: &GlobalArgs,
+        model_args: &ModelArgs,
+        server_args: &ServerArgs,
+        first: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
+    ) -> Result<(Workbench, T)> {
         let (runtime, manager) = start_servers(server_args)?;
-        let engine = load_model(model_args)?;
+        let loaded =
+            first(&runtime, &manager).and_then(|found| Ok((found, load_model(model_args)?)));
+        let (found, engine) = match loaded {
+            Ok(loaded) => loaded,
+            Err(err) => {
+                runtime.block_on(manager.shutdown());
+                return Err(err);
+            }
+        };
         let info = engine.info();
         let template = ChatTemplate::new(
             info.chat_template.as_deref(),
@@ -311,13 +331,14 @@ impl Workbench {
                 flag.store(true, Ordering::Relaxed);
             }
         });
-        Ok(Workbench {
+        let bench = Workbench {
             runtime,
             manager,
             engine,
             template,
             cancel,
-        })
+        };
+        Ok((bench, found))
     }
 
     /// A conversation's context on the model.
@@ -492,14 +513,7 @@ pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
                 "kind": s.kind,
                 "output": s.output,
                 "calls": calls,
-                "timings": {
-                    "prompt_tokens": s.stats.prompt_tokens,
-                    "prompt_tokens_reused": s.stats.reused_tokens,
-                    "prompt_tokens_evaluated": s.stats.evaluated_tokens,
-                    "generated_tokens": s.stats.generated_tokens,
-                    "prompt_ms": s.stats.prompt_time.as_millis() as u64,
-                    "generation_ms": s.stats.generation_time.as_millis() as u64,
-                },
+                "timings": timings_json(&s.stats),
             })
         })
         .collect();
@@ -516,6 +530,18 @@ pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
     })
 }
 
+/// One generation's token counts and times, as `--json` and `--transcript` print them.
+pub fn timings_json(stats: &GenerationStats) -> Value {
+    json!({
+        "prompt_tokens": stats.prompt_tokens,
+        "prompt_tokens_reused": stats.reused_tokens,
+        "prompt_tokens_evaluated": stats.evaluated_tokens,
+        "generated_tokens": stats.generated_tokens,
+        "prompt_ms": stats.prompt_time.as_millis() as u64,
+        "generation_ms": stats.generation_time.as_millis() as u64,
+    })
+}
+
 /// Appends one JSON line (messages and report) to the `--transcript` file.
 pub fn write_transcript(
     path: &std::path::Path,
@@ -526,11 +552,17 @@ pub fn write_transcript(
         .iter()
         .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
         .collect();
+    append_transcript(path, &json!({"messages": messages, "run": report}))
+}
+
+/// Appends one JSON line to the `--transcript` file.
+pub fn append_transcript(path: &std::path::Path, entry: &Value) -> Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .with_context(|| format!("cannot write transcript {}", path.display()))?;
-    writeln!(file, "{}", json!({"messages": messages, "run": report}))?;
+    writeln!(file, "{entry}")
+        .with_context(|| format!("cannot write transcript {}", path.display()))?;
     Ok(())
 }

@@ -16,8 +16,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::agent::AgentError;
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
-use crate::commands::{Workbench, stream_to_stdout};
+use crate::commands::{Workbench, append_transcript, stream_to_stdout, timings_json};
 use crate::engine::{ChatModel, GenerateRequest, StopReason};
 use crate::mcp::ToolHost;
 use crate::prompt::{ChatTemplate, Message};
@@ -283,6 +284,8 @@ struct Writer<'a> {
     template: &'a ChatTemplate,
     request: GenerateRequest,
     verbose: bool,
+    /// Every generation so far (prompt parts and reply), for `--transcript`.
+    log: Vec<Value>,
 }
 
 impl Writer<'_> {
@@ -353,8 +356,16 @@ impl Writer<'_> {
                 completion.stop, completion.text
             );
         }
+        self.log.push(json!({
+            "system": system.trim(),
+            "user": user,
+            "prefill": prefill,
+            "reply": completion.text,
+            "stop": format!("{:?}", completion.stop),
+            "timings": timings_json(&completion.stats),
+        }));
         if completion.stop == StopReason::Cancelled {
-            bail!("cancelled");
+            return Err(AgentError::Cancelled.into());
         }
         Ok(format!("{prefill}{}", completion.text).trim().to_string())
     }
@@ -509,28 +520,65 @@ pub fn summarize(
     agent_args: &AgentArgs,
     target: &str,
 ) -> Result<()> {
-    let bench = Workbench::open(global, model_args, server_args)?;
-    let result = run_summarize(&bench, global, model_args, agent_args, target);
+    let (bench, notes) =
+        Workbench::open_after(global, model_args, server_args, |runtime, host| {
+            gather_notes(runtime, host, target)
+        })?;
+    let result = run_summarize(&bench, &notes, global, model_args, agent_args, target);
     bench.close();
     result
 }
 
 fn run_summarize(
     bench: &Workbench,
+    notes: &[SourceNote],
     global: &GlobalArgs,
     model_args: &ModelArgs,
     agent_args: &AgentArgs,
     target: &str,
 ) -> Result<()> {
-    let notes = gather_notes(&bench.runtime, &bench.manager, target)?;
     let mut session = bench.session(model_args)?;
     let mut writer = Writer {
         request: request(model_args, agent_args, bench),
         model: &mut session,
         template: &bench.template,
         verbose: global.verbose,
+        log: Vec::new(),
     };
-    let stream = !global.json;
+    let result = write_summary(&mut writer, notes, global.json, target);
+    log_generations(global, "summarize", target, &writer, &result)?;
+    result
+}
+
+/// Appends the run's generations to the `--transcript` file, if one was asked for (also when
+/// the run failed part-way: that is when the transcript is most wanted).
+fn log_generations(
+    global: &GlobalArgs,
+    command: &str,
+    target: &str,
+    writer: &Writer,
+    result: &Result<()>,
+) -> Result<()> {
+    let Some(path) = &global.transcript else {
+        return Ok(());
+    };
+    let entry = json!({
+        "command": command,
+        "target": target,
+        "generations": writer.log,
+        "error": result.as_ref().err().map(|e| format!("{e:#}")),
+    });
+    append_transcript(path, &entry)
+}
+
+/// Summarizes `notes` (one, or each and then all together) and prints the summary.
+fn write_summary(
+    writer: &mut Writer,
+    notes: &[SourceNote],
+    json: bool,
+    target: &str,
+) -> Result<()> {
+    let stream = !json;
     let mut out = std::io::stdout();
     if stream {
         writeln!(out, "# Summary: {target}\n")?;
@@ -539,8 +587,8 @@ fn run_summarize(
     let single = notes.len() == 1;
     let mut chunks = 0;
     let mut parts = Vec::new();
-    for note in &notes {
-        let (summary, n) = summarize_note(&mut writer, note, stream && single)?;
+    for note in notes {
+        let (summary, n) = summarize_note(writer, note, stream && single)?;
         chunks += n;
         parts.push(format!("### {}\n\n{summary}", note.title));
     }
@@ -549,9 +597,9 @@ fn run_summarize(
         let (_, summary) = parts[0].split_once("\n\n").unwrap_or(("", &parts[0]));
         summary.to_string()
     } else {
-        reduce(&mut writer, target, parts, stream)?
+        reduce(writer, target, parts, stream)?
     };
-    if global.json {
+    if json {
         let sources: Vec<Value> = notes
             .iter()
             .map(|n| json!({"title": n.title, "uri": n.uri}))
@@ -560,7 +608,7 @@ fn run_summarize(
         writeln!(out, "{report}")?;
     } else {
         writeln!(out, "\n## Sources\n")?;
-        for note in &notes {
+        for note in notes {
             writeln!(out, "- {} ({})", note.title, note.uri)?;
         }
     }
@@ -847,35 +895,47 @@ pub fn quiz(
              to print the questions"
         );
     }
-    let bench = Workbench::open(global, model_args, server_args)?;
-    let result = run_quiz(&bench, global, model_args, agent_args, request);
+    let (bench, notes) =
+        Workbench::open_after(global, model_args, server_args, |runtime, host| {
+            gather_notes(runtime, host, &request.target)
+        })?;
+    let result = run_quiz(&bench, &notes, global, model_args, agent_args, request);
     bench.close();
     result
 }
 
 fn run_quiz(
     bench: &Workbench,
+    notes: &[SourceNote],
     global: &GlobalArgs,
     model_args: &ModelArgs,
     agent_args: &AgentArgs,
     quiz: &QuizRequest,
 ) -> Result<()> {
-    let notes = gather_notes(&bench.runtime, &bench.manager, &quiz.target)?;
     let mut session = bench.session(model_args)?;
     let mut writer = Writer {
         request: request(model_args, agent_args, bench),
         model: &mut session,
         template: &bench.template,
         verbose: global.verbose,
+        log: Vec::new(),
     };
-    let format = if global.json {
-        QuizFormat::Json
-    } else {
-        quiz.format
-    };
+    let result = write_quiz(&mut writer, notes, global.json, quiz);
+    log_generations(global, "quiz", &quiz.target, &writer, &result)?;
+    result
+}
+
+/// Writes `quiz.count` questions from `notes` in the asked format, or asks them one by one.
+fn write_quiz(
+    writer: &mut Writer,
+    notes: &[SourceNote],
+    json: bool,
+    quiz: &QuizRequest,
+) -> Result<()> {
+    let format = if json { QuizFormat::Json } else { quiz.format };
     // Pieces of each note that fit a prompt: a long note's questions spread over its length.
     let mut pieces = Vec::new();
-    for note in &notes {
+    for note in notes {
         let frame = fill(QUIZ_NOTE, &[("title", &note.title), ("text", "")]);
         let budget = writer.text_budget(QUIZ, &frame, AVOID_RESERVE)?;
         let mut chunks = chunk_text(&note.content, &|text| writer.count(text) <= budget);
@@ -886,14 +946,14 @@ fn run_quiz(
     }
     let mut out = std::io::stdout();
     if quiz.interactive {
-        return interactive(&mut writer, &notes, &pieces, quiz.count, &mut out);
+        return interactive(writer, notes, &pieces, quiz.count, &mut out);
     }
     if format == QuizFormat::Md {
         writeln!(out, "# Quiz: {}\n", quiz.target)?;
     }
     let mut items: Vec<QuizItem> = Vec::new();
     for slot in 0..quiz.count {
-        let Some(item) = next_question(&mut writer, &notes, &pieces, &items, slot)? else {
+        let Some(item) = next_question(writer, notes, &pieces, &items, slot)? else {
             continue;
         };
         if format == QuizFormat::Md {

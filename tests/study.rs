@@ -123,8 +123,18 @@ fn summarize_a_note_prints_markdown_with_the_note_as_its_source() {
 #[test]
 fn quiz_as_json_has_at_most_the_questions_asked_each_with_a_real_source() {
     let uris = vault_uris();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let transcript = dir.path().join("transcript.jsonl");
+    let transcript_arg = transcript.display().to_string();
     let stdout = succeeded(&recall_with_model(&[
-        "quiz", "Home", "-n", "2", "--format", "json",
+        "quiz",
+        "Home",
+        "-n",
+        "2",
+        "--format",
+        "json",
+        "--transcript",
+        &transcript_arg,
     ]));
     let report: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     let questions = report["questions"].as_array().expect("a question list");
@@ -139,6 +149,35 @@ fn quiz_as_json_has_at_most_the_questions_asked_each_with_a_real_source() {
         assert!(!q["source"]["title"].as_str().expect("a title").is_empty());
         let uri = q["source"]["uri"].as_str().expect("a source uri");
         assert!(uris.contains(uri), "{uri} is not in the vault");
+    }
+
+    // The transcript holds the generations the questions were read from.
+    let text = std::fs::read_to_string(&transcript).expect("a transcript file");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let entry: Value = serde_json::from_str(lines[0]).expect("a JSON line");
+    assert_eq!(entry["command"], "quiz");
+    assert_eq!(entry["target"], "Home");
+    assert!(entry["error"].is_null(), "{entry}");
+    let generations = entry["generations"].as_array().expect("generations");
+    assert!(generations.len() >= questions.len(), "{entry}");
+    let written: Vec<String> = generations
+        .iter()
+        .map(|g| {
+            assert!(g["timings"]["generated_tokens"].as_u64() > Some(0), "{g}");
+            format!(
+                "{}{}",
+                g["prefill"].as_str().unwrap(),
+                g["reply"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for q in questions {
+        let question = q["question"].as_str().unwrap();
+        assert!(
+            written.iter().any(|w| w.contains(question)),
+            "{question:?} is in no generation: {written:?}"
+        );
     }
 }
 
@@ -162,9 +201,19 @@ fn quiz_for_anki_writes_csv_rows_of_front_back_and_source() {
 }
 
 #[test]
-fn a_target_that_matches_nothing_fails_and_says_so() {
-    let output = recall_with_model(&["summarize", "zzqx-nothing-here-qqzx"]);
+fn a_target_that_matches_nothing_fails_and_says_so_before_loading_a_model() {
+    // The model path does not exist: the target must be looked up (and fail) first.
+    let vault = fixture_vault();
+    let output = recall(&[
+        "summarize",
+        "zzqx-nothing-here-qqzx",
+        "--model",
+        "/nonexistent/model.gguf",
+        "--vault",
+        &vault,
+    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("model.gguf"), "{stderr}");
     assert!(!output.status.success(), "{stderr}");
     assert!(
         output.stdout.is_empty(),
