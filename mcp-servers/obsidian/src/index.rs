@@ -89,6 +89,8 @@ pub struct BuildStats {
     pub bytes: u64,
     /// Wall time.
     pub elapsed: std::time::Duration,
+    /// Threads that read and parsed notes.
+    pub threads: usize,
     /// Wall time of the walk (listing files).
     pub walk_elapsed: std::time::Duration,
     /// Wall time of the walk plus the parallel read/parse/tokenise phase (the rest is merging).
@@ -187,9 +189,11 @@ impl VaultIndex {
         for (rel, why) in &walk.skipped {
             tracing::info!(path = %rel, reason = why, "skipped");
         }
+        // At least 4 threads even on 2 cores: with a cold page cache the reads wait on the disk,
+        // and more readers overlap the waits (6,500 notes on 2 cores: 1.22 s -> 0.84 s).
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
-            .clamp(1, 8);
+            .clamp(4, 8);
         // Threads take the next file from a shared counter (file sizes vary too much for even
         // chunks); each keeps its own tokenizer, which the merge below needs back.
         let next = AtomicUsize::new(0);
@@ -237,6 +241,7 @@ impl VaultIndex {
         };
         let parse_elapsed = t0.elapsed();
         let mut stats = BuildStats {
+            threads,
             walk_elapsed,
             parse_elapsed,
             skipped: walk.skipped.len(),

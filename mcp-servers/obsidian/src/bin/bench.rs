@@ -85,10 +85,11 @@ fn main() -> anyhow::Result<()> {
         index.term_count()
     );
     println!(
-        "cold index: {:.0} ms (walk {:.0} ms, read+parse {:.0} ms on {} threads, merge {:.0} ms)",
+        "cold index: {:.0} ms (walk {:.0} ms, read+parse {:.0} ms on {} threads / {} cores, merge {:.0} ms)",
         cold.as_secs_f64() * 1000.0,
         stats.walk_elapsed.as_secs_f64() * 1000.0,
         (stats.parse_elapsed - stats.walk_elapsed).as_secs_f64() * 1000.0,
+        stats.threads,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         (stats.elapsed - stats.parse_elapsed).as_secs_f64() * 1000.0
     );
