@@ -329,14 +329,49 @@ impl KbServer {
     }
 }
 
+/// `schema` without the integer formats schemars writes for Rust types (`uint`, `uint32`,
+/// `uint64`, …): JSON Schema defines none of them, and validating clients (ajv in the MCP
+/// Inspector) warn about each on every listing. The `minimum: 0` beside them says the same.
+fn portable_schema(schema: &Map<String, Value>) -> Map<String, Value> {
+    let mut schema = schema.clone();
+    drop_rust_formats(&mut schema);
+    schema
+}
+
+fn drop_rust_formats(schema: &mut Map<String, Value>) {
+    let rust_only = |f: &str| f.starts_with("uint") || matches!(f, "int" | "int8" | "int16");
+    if schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(rust_only)
+    {
+        schema.remove("format");
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(sub) => drop_rust_formats(sub),
+            Value::Array(items) => items
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(drop_rust_formats),
+            _ => {}
+        }
+    }
+}
+
 #[tool_router]
 impl KbServer {
     /// Creates a server over a shared index.
     pub fn new(index: SharedIndex) -> Self {
-        Self {
-            index,
-            tool_router: Self::tool_router(),
+        let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            let tool = &mut route.attr;
+            tool.input_schema = Arc::new(portable_schema(&tool.input_schema));
+            if let Some(output) = &tool.output_schema {
+                tool.output_schema = Some(Arc::new(portable_schema(output)));
+            }
         }
+        Self { index, tool_router }
     }
 
     #[tool(

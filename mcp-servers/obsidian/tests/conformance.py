@@ -1,13 +1,17 @@
 """Conformance check: drive obsidian-kb through the official MCP Python SDK (`pip install mcp`).
 
-Usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR
+Usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR [MCP_INSPECTOR_CLI]
 Initialises, lists tools (all five, object input schemas, output schemas), calls each tool (the
 SDK validates structured content against the output schema), lists and reads resources, lists
-resource templates, and checks that bad input is a clean error. Exits non-zero on any failure and
-prints `conformance: N passed, M failed`.
+resource templates, and checks that bad input is a clean error. With the MCP Inspector's CLI
+(npm @modelcontextprotocol/inspector), does the same through it: a second client nobody here
+wrote, whose ajv validator also checks the schemas. Exits non-zero on any failure and prints
+`conformance: N passed, M failed`.
 """
 
 import asyncio
+import json
+import subprocess
 import sys
 import traceback
 
@@ -39,7 +43,7 @@ def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-async def main(binary, vault):
+async def main(binary, vault, inspector):
     checks = Checks()
     params = StdioServerParameters(command=binary, args=["--vault", vault], env={"RUST_LOG": "warn"})
     async with stdio_client(params) as (read, write):
@@ -156,11 +160,65 @@ async def main(binary, vault):
 
             await checks.run("server still serving", still_alive())
 
+    if inspector:
+        await inspector_checks(checks, inspector, binary, vault)
+
     print(f"conformance: {checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0
 
 
+def inspect(inspector, binary, vault, *method):
+    """One Inspector CLI run (a fresh server each time): its JSON result and its stderr."""
+    run = subprocess.run(
+        [inspector, "--cli", binary, "--vault", vault, "--method", *method],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, (method, run.returncode, run.stderr[-2000:])
+    # The Inspector writes ajv's complaints about schemas to its output too: none are allowed.
+    for stream in (run.stdout, run.stderr):
+        assert "unknown format" not in stream and "schema is invalid" not in stream, stream[-2000:]
+    start = run.stdout.index("{")
+    return json.loads(run.stdout[start:]), run.stderr
+
+
+async def inspector_checks(checks, inspector, binary, vault):
+    print("through the MCP Inspector CLI:")
+
+    async def tools():
+        result, _ = inspect(inspector, binary, vault, "tools/list")
+        names = {t["name"] for t in result["tools"]}
+        assert names == EXPECTED_TOOLS, names
+
+    await checks.run("inspector: tools/list, schemas accepted by ajv", tools())
+
+    async def call():
+        result, _ = inspect(inspector, binary, vault, "tools/call", "--tool-name", "search_notes",
+                            "--tool-arg", "query=project goals", "limit=3")
+        assert result.get("isError") is False, result
+        hits = result["structuredContent"]["hits"]
+        assert 0 < len(hits) <= 3 and all(h["uri"].startswith("note://") for h in hits), hits
+
+    await checks.run("inspector: tools/call search_notes", call())
+
+    async def bad_call():
+        result, _ = inspect(inspector, binary, vault, "tools/call", "--tool-name", "read_note",
+                            "--tool-arg", "uri=../../etc/passwd")
+        assert result.get("isError") is True, result
+        assert "root:" not in json.dumps(result), result
+
+    await checks.run("inspector: a path outside the vault is an isError result", bad_call())
+
+    async def resources():
+        listed, _ = inspect(inspector, binary, vault, "resources/list")
+        uri = listed["resources"][0]["uri"]
+        read, _ = inspect(inspector, binary, vault, "resources/read", "--uri", uri)
+        assert read["contents"][0]["uri"] == uri and read["contents"][0]["text"], read
+
+    await checks.run("inspector: resources/list and resources/read", resources())
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR")
-    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: conformance.py OBSIDIAN_KB_BINARY VAULT_DIR [MCP_INSPECTOR_CLI]")
+    inspector = sys.argv[3] if len(sys.argv) == 4 else None
+    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2], inspector)))
