@@ -520,34 +520,52 @@ pub fn summarize(
     agent_args: &AgentArgs,
     target: &str,
 ) -> Result<()> {
-    let (bench, notes) =
-        Workbench::open_after(global, model_args, server_args, |runtime, host| {
-            gather_notes(runtime, host, target)
-        })?;
-    let result = run_summarize(&bench, &notes, global, model_args, agent_args, target);
-    bench.close();
-    result
+    let job = StudyJob {
+        command: "summarize",
+        target,
+        global,
+        model_args,
+        server_args,
+        agent_args,
+    };
+    job.run(|writer, notes| write_summary(writer, notes, global.json, target))
 }
 
-fn run_summarize(
-    bench: &Workbench,
-    notes: &[SourceNote],
-    global: &GlobalArgs,
-    model_args: &ModelArgs,
-    agent_args: &AgentArgs,
-    target: &str,
-) -> Result<()> {
-    let mut session = bench.session(model_args)?;
-    let mut writer = Writer {
-        request: request(model_args, agent_args, bench),
-        model: &mut session,
-        template: &bench.template,
-        verbose: global.verbose,
-        log: Vec::new(),
-    };
-    let result = write_summary(&mut writer, notes, global.json, target);
-    log_generations(global, "summarize", target, &writer, &result)?;
-    result
+/// What `summarize` and `quiz` share: the flags and the notes the target names.
+struct StudyJob<'a> {
+    command: &'static str,
+    target: &'a str,
+    global: &'a GlobalArgs,
+    model_args: &'a ModelArgs,
+    server_args: &'a ServerArgs,
+    agent_args: &'a AgentArgs,
+}
+
+impl StudyJob<'_> {
+    /// Starts the servers, gathers the target's notes (before the model loads: a bad target
+    /// fails fast), loads the model, runs `write` on a fresh context, and logs its generations.
+    fn run(self, write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>) -> Result<()> {
+        let (bench, notes) = Workbench::open_after(
+            self.global,
+            self.model_args,
+            self.server_args,
+            |runtime, host| gather_notes(runtime, host, self.target),
+        )?;
+        let result = bench.session(self.model_args).and_then(|mut session| {
+            let mut writer = Writer {
+                request: request(self.model_args, self.agent_args, &bench),
+                model: &mut session,
+                template: &bench.template,
+                verbose: self.global.verbose,
+                log: Vec::new(),
+            };
+            let result = write(&mut writer, &notes);
+            log_generations(self.global, self.command, self.target, &writer, &result)?;
+            result
+        });
+        bench.close();
+        result
+    }
 }
 
 /// Appends the run's generations to the `--transcript` file, if one was asked for (also when
@@ -895,34 +913,15 @@ pub fn quiz(
              to print the questions"
         );
     }
-    let (bench, notes) =
-        Workbench::open_after(global, model_args, server_args, |runtime, host| {
-            gather_notes(runtime, host, &request.target)
-        })?;
-    let result = run_quiz(&bench, &notes, global, model_args, agent_args, request);
-    bench.close();
-    result
-}
-
-fn run_quiz(
-    bench: &Workbench,
-    notes: &[SourceNote],
-    global: &GlobalArgs,
-    model_args: &ModelArgs,
-    agent_args: &AgentArgs,
-    quiz: &QuizRequest,
-) -> Result<()> {
-    let mut session = bench.session(model_args)?;
-    let mut writer = Writer {
-        request: request(model_args, agent_args, bench),
-        model: &mut session,
-        template: &bench.template,
-        verbose: global.verbose,
-        log: Vec::new(),
+    let job = StudyJob {
+        command: "quiz",
+        target: &request.target,
+        global,
+        model_args,
+        server_args,
+        agent_args,
     };
-    let result = write_quiz(&mut writer, notes, global.json, quiz);
-    log_generations(global, "quiz", &quiz.target, &writer, &result)?;
-    result
+    job.run(|writer, notes| write_quiz(writer, notes, global.json, request))
 }
 
 /// Writes `quiz.count` questions from `notes` in the asked format, or asks them one by one.
