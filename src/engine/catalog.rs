@@ -178,7 +178,14 @@ pub fn resolve_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError
         file: file.clone(),
         reason,
     };
-    let api = hf_hub::api::sync::ApiBuilder::from_cache(cache)
+    let mut builder = hf_hub::api::sync::ApiBuilder::from_cache(cache);
+    // A mirror, as the Python hub client and other tools take it.
+    if let Ok(endpoint) = std::env::var("HF_ENDPOINT")
+        && !endpoint.is_empty()
+    {
+        builder = builder.with_endpoint(endpoint.trim_end_matches('/').to_string());
+    }
+    let api = builder
         .with_progress(false)
         .with_retries(3)
         .build()
