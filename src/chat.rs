@@ -140,7 +140,7 @@ impl Repl<'_, '_> {
         let dropped = self.fit_context(question);
         if dropped > 0 {
             eprintln!(
-                "recall: dropped {dropped} old turn{} to fit the context of {} tokens",
+                "recall: shortened {dropped} old turn{} to a recap line to fit the context of {} tokens",
                 if dropped == 1 { "" } else { "s" },
                 self.session.context_size()
             );
@@ -194,8 +194,8 @@ impl Repl<'_, '_> {
         Ok(())
     }
 
-    /// Drops the oldest turns until the next decision prompt, with its tool schemas and the
-    /// question, leaves room for the replies; returns how many were dropped.
+    /// Folds the oldest turns into recap lines until the next decision prompt, with its tool
+    /// schemas and the question, leaves room for the replies; returns how many were folded.
     fn fit_context(&mut self, question: &str) -> usize {
         let tools = self.bench.manager.tools();
         let template = &self.bench.template;
@@ -276,23 +276,95 @@ fn parse_line(line: &str) -> Line<'_> {
     }
 }
 
-/// Drops whole turns (a user message and everything up to the next one) from the front, after
-/// the system message, until `fits` holds or no turn is left; returns how many were dropped.
+/// Heads the recap of dropped turns inside the system message.
+const RECAP_HEADER: &str = "\n\nEarlier in this conversation (older turns, shortened):";
+/// Most recap lines kept: the recap must stay a small part of the prompt.
+const RECAP_LINES: usize = 8;
+/// Longest question or answer excerpt in a recap line, in characters.
+const RECAP_CHARS: usize = 160;
+
+/// Makes room by dropping whole turns (a user message and everything up to the next one) from
+/// the front, after the system message, until `fits` holds. Each dropped turn leaves a line in
+/// the system message (its question and the start of its answer), so the model still knows what
+/// was discussed; when only recap lines are left to drop, they go too, oldest first. Returns how
+/// many turns were dropped.
 pub fn drop_oldest_turns(
     conversation: &mut Vec<Message>,
     mut fits: impl FnMut(&[Message]) -> bool,
 ) -> usize {
-    let head = usize::from(conversation.first().is_some_and(|m| m.role == Role::System));
+    let has_system = conversation.first().is_some_and(|m| m.role == Role::System);
+    let head = usize::from(has_system);
     let mut dropped = 0;
-    while conversation.len() > head && !fits(conversation) {
-        let end = conversation[head + 1..]
-            .iter()
-            .position(|m| m.role == Role::User)
-            .map_or(conversation.len(), |i| head + 1 + i);
-        conversation.drain(head..end);
-        dropped += 1;
+    while !fits(conversation) {
+        if conversation.len() > head {
+            let end = conversation[head + 1..]
+                .iter()
+                .position(|m| m.role == Role::User)
+                .map_or(conversation.len(), |i| head + 1 + i);
+            let turn: Vec<Message> = conversation.drain(head..end).collect();
+            dropped += 1;
+            if has_system && let Some(line) = recap_line(&turn) {
+                let system = &mut conversation[0].content;
+                let (base, mut lines) = split_recap(system);
+                lines.push(line);
+                let skip = lines.len().saturating_sub(RECAP_LINES);
+                *system = join_recap(&base, &lines[skip..]);
+            }
+        } else if has_system && !split_recap(&conversation[0].content).1.is_empty() {
+            let system = &mut conversation[0].content;
+            let (base, lines) = split_recap(system);
+            *system = join_recap(&base, &lines[1..]);
+        } else {
+            break;
+        }
     }
     dropped
+}
+
+/// `- Q: … A: …` for one dropped turn: its question and the start of its final answer.
+fn recap_line(turn: &[Message]) -> Option<String> {
+    let question = turn.iter().find(|m| m.role == Role::User)?;
+    let answer = turn
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .map_or("", |m| m.content.as_str());
+    Some(format!(
+        "- Q: {} A: {}",
+        excerpt(&question.content),
+        excerpt(answer)
+    ))
+}
+
+/// `text` on one line, cut to [`RECAP_CHARS`] characters.
+fn excerpt(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(RECAP_CHARS) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+/// A system message's own text and its recap lines.
+fn split_recap(system: &str) -> (String, Vec<String>) {
+    match system.split_once(RECAP_HEADER) {
+        Some((base, recap)) => (
+            base.to_string(),
+            recap
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ),
+        None => (system.to_string(), Vec::new()),
+    }
+}
+
+fn join_recap(base: &str, lines: &[String]) -> String {
+    if lines.is_empty() {
+        return base.to_string();
+    }
+    format!("{base}{RECAP_HEADER}\n{}", lines.join("\n"))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -519,15 +591,55 @@ mod tests {
         let dropped = drop_oldest_turns(&mut c, |m| m.len() <= 3);
         assert_eq!(dropped, 1);
         assert_eq!(roles(&c), "sua");
-        assert_eq!(c[0].content, "s0");
+        assert!(c[0].content.starts_with("s0"), "{}", c[0].content);
         assert_eq!(c[1].content, "u5", "the newer turn is the one kept");
     }
 
     #[test]
-    fn every_turn_goes_when_nothing_fits() {
+    fn dropped_turns_leave_a_recap_in_the_system_message() {
+        let mut c = chat("suaiaua");
+        c[1].content = "When is the\nbiology midterm?".into();
+        c[4].content = format!("On May 3 in room 204. {}", "More detail. ".repeat(40));
+        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3), 1);
+        let (base, lines) = split_recap(&c[0].content);
+        assert_eq!(base, "s0");
+        assert_eq!(lines.len(), 1, "{}", c[0].content);
+        assert!(
+            lines[0].starts_with("- Q: When is the biology midterm? A: On May 3 in room 204."),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].ends_with('…') && lines[0].chars().count() < 2 * RECAP_CHARS + 16);
+        // A later fold keeps the earlier line, newest last.
+        let mut c2 = c.clone();
+        c2.extend(
+            chat("ua")
+                .into_iter()
+                .map(|m| Message::new(m.role, format!("later {}", m.content))),
+        );
+        assert_eq!(drop_oldest_turns(&mut c2, |m| m.len() <= 3), 1);
+        let (_, lines) = split_recap(&c2[0].content);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].starts_with("- Q: u5 A: a6"), "{lines:?}");
+    }
+
+    #[test]
+    fn the_recap_keeps_only_the_newest_lines() {
+        let mut c = chat(&format!("s{}", "ua".repeat(RECAP_LINES + 3)));
+        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 1), RECAP_LINES + 3);
+        let (_, lines) = split_recap(&c[0].content);
+        assert_eq!(lines.len(), RECAP_LINES);
+        assert!(
+            lines[RECAP_LINES - 1].starts_with(&format!("- Q: u{}", 2 * (RECAP_LINES + 3) - 1))
+        );
+    }
+
+    #[test]
+    fn every_turn_and_then_the_recap_go_when_nothing_fits() {
         let mut c = chat("suaua");
         assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
         assert_eq!(roles(&c), "s");
+        assert_eq!(c[0].content, "s0", "recap lines go last");
         let mut c = chat("uaua");
         assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
         assert!(c.is_empty());
