@@ -23,7 +23,7 @@ use crate::engine::{
 };
 use crate::grammar::ToolGrammar;
 use crate::mcp::{ToolHost, ToolRoute};
-use crate::parse::{PYTHON_TAG, Reply, check_call, parse_reply};
+use crate::parse::{PYTHON_TAG, Reply, ReplyStart, check_call, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::tool::{ToolCall, ToolOutput};
 
@@ -110,8 +110,11 @@ pub struct Citation {
 /// The outcome of one question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {
-    /// The answer text as streamed.
+    /// The answer text as streamed (empty when the answer step wrote a call instead).
     pub answer: String,
+    /// The answer step's reply when it was a tool call rather than an answer (small models do
+    /// this): not shown as the answer, since no tool runs after the answer step.
+    pub withheld: Option<String>,
     /// Notes read through tools (or, when none was read, the notes whose search snippets the
     /// model saw), in the order first seen.
     pub citations: Vec<Citation>,
@@ -268,12 +271,23 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Some(model) => model,
             None => &mut *self.model,
         };
-        let completion = answerer.generate(&prompt.text, &request, on_text)?;
-        let answer = completion.text.trim().to_string();
-        conversation.push(Message::assistant(answer.clone()));
+        let mut gate = AnswerGate::default();
+        let completion =
+            answerer.generate(&prompt.text, &request, &mut |text| gate.feed(text, on_text))?;
+        gate.finish(on_text);
         steps.push(step("answer", &completion, Vec::new()));
+        let reply = completion.text.trim().to_string();
+        let (answer, withheld) = if gate.call {
+            (String::new(), Some(reply))
+        } else {
+            (reply, None)
+        };
+        conversation.push(Message::assistant(
+            withheld.clone().unwrap_or_else(|| answer.clone()),
+        ));
         Ok(Turn {
             answer,
+            withheld,
             citations: citations(&outputs),
             steps,
         })
@@ -377,6 +391,46 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 }
 
+/// Holds back the start of an answer until it is clear it is not a tool call, then passes the
+/// text through; a reply that opens a call is stopped there and never reaches the user.
+#[derive(Default)]
+struct AnswerGate {
+    held: String,
+    open: bool,
+    call: bool,
+}
+
+impl AnswerGate {
+    fn feed(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if self.open {
+            return on_text(text);
+        }
+        self.held.push_str(text);
+        match reply_start(&self.held) {
+            ReplyStart::Call => {
+                self.call = true;
+                ControlFlow::Break(())
+            }
+            ReplyStart::Undecided => ControlFlow::Continue(()),
+            ReplyStart::Text => {
+                self.open = true;
+                on_text(&std::mem::take(&mut self.held))
+            }
+        }
+    }
+
+    /// Passes on what is still held when generation ends undecided (a reply like `[`).
+    fn finish(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
+        if !self.open && !self.call && !self.held.is_empty() {
+            let _ = on_text(&std::mem::take(&mut self.held));
+        }
+    }
+}
+
 /// A decision reply that starts as prose is an answer, not a call: stop it there, since the
 /// answer step writes the answer (without the schemas in the way).
 fn stop_if_prose(reply: &str) -> ControlFlow<()> {
@@ -401,7 +455,6 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
     }
 }
 
-/// A call list's identity for the repetition guard: names and arguments, order-insensitive.
 /// Resolves once `flag` is set (never, without one). Polled: the flag is a plain atomic that
 /// the Ctrl-C handler sets, shared with the engine's token loop.
 async fn cancelled(flag: Option<Arc<AtomicBool>>) {
@@ -413,6 +466,7 @@ async fn cancelled(flag: Option<Arc<AtomicBool>>) {
     }
 }
 
+/// A call list's identity for the repetition guard: names and arguments, order-insensitive.
 fn call_signature(calls: &[ToolCall]) -> String {
     let mut parts: Vec<String> = calls
         .iter()

@@ -18,7 +18,8 @@ use serde_json::json;
 use crate::agent::{Agent, Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::commands::{
-    Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
+    Workbench, approver, print_citations, stream_to_stdout, turn_json, warn_if_withheld,
+    write_transcript,
 };
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
@@ -179,6 +180,7 @@ impl Repl<'_, '_> {
         {
             eprintln!("recall: warning: {err:#}");
         }
+        warn_if_withheld(&turn);
         let mut out = std::io::stdout().lock();
         if self.global.json {
             writeln!(out, "{report}")?;

@@ -418,6 +418,7 @@ pub fn ask(
         write_transcript(path, &conversation, &report)?;
     }
     bench.close();
+    warn_if_withheld(&turn);
     let mut out = std::io::stdout().lock();
     if global.json {
         writeln!(out, "{report}")?;
@@ -426,6 +427,16 @@ pub fn ask(
         print_citations(&mut out, &turn.citations)?;
     }
     Ok(())
+}
+
+/// Says on stderr when the answer step wrote a tool call instead of an answer.
+pub fn warn_if_withheld(turn: &Turn) {
+    if let Some(reply) = &turn.withheld {
+        eprintln!(
+            "recall: no answer: the model wrote a tool call ({reply}…) where its answer should be; \
+             a larger model (--model llama3.2-3b) answers more reliably"
+        );
+    }
 }
 
 /// The "Notes used" list after an answer.
@@ -524,6 +535,7 @@ pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
         .collect();
     json!({
         "answer": turn.answer,
+        "withheld": turn.withheld,
         "citations": citations,
         "steps": steps,
         "model": info.name,

@@ -125,6 +125,38 @@ impl std::error::Error for ParseError {}
 static CALL_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\[\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*\(").expect("valid regex"));
 
+/// How the start of a reply streaming in relates to a call list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyStart {
+    /// It opens a call list (`<|python_tag|>`, or `[name(`).
+    Call,
+    /// Too short to tell yet.
+    Undecided,
+    /// It is not a call list.
+    Text,
+}
+
+/// Classifies the beginning of a reply (leading whitespace ignored) as soon as it can.
+pub fn reply_start(text: &str) -> ReplyStart {
+    let start = text.trim_start();
+    if start.starts_with(PYTHON_TAG) || CALL_START.find(start).is_some_and(|m| m.start() == 0) {
+        return ReplyStart::Call;
+    }
+    let name_so_far = start.strip_prefix('[').map(str::trim).is_some_and(|name| {
+        name.len() <= 64
+            && name.chars().enumerate().all(|(i, c)| {
+                c == '_'
+                    || c.is_ascii_alphabetic()
+                    || (i > 0 && (c.is_ascii_digit() || ".-".contains(c)))
+            })
+    });
+    if start.is_empty() || PYTHON_TAG.starts_with(start) || name_so_far {
+        ReplyStart::Undecided
+    } else {
+        ReplyStart::Text
+    }
+}
+
 /// Reads a model reply. Never panics; whatever the model wrote, the result says what to do next.
 ///
 /// - Trailing `<|eot_id|>` / `<|eom_id|>` and surrounding whitespace are ignored.
@@ -786,6 +818,31 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reply_starts_are_told_apart_as_they_stream() {
+        for call in [
+            "[search_notes(",
+            "  [ read_note (uri",
+            "<|python_tag|>",
+            "[get-env()]",
+        ] {
+            assert_eq!(reply_start(call), ReplyStart::Call, "{call:?}");
+        }
+        for open in ["", "  ", "<|py", "[", "[search", "[ read_note ", "[a.b-c"] {
+            assert_eq!(reply_start(open), ReplyStart::Undecided, "{open:?}");
+        }
+        for text in [
+            "The midterm",
+            "[1] see",
+            "[[Wiki link]]",
+            "[search notes",
+            "<b>",
+            "- item",
+        ] {
+            assert_eq!(reply_start(text), ReplyStart::Text, "{text:?}");
+        }
+    }
 
     #[test]
     fn strips_end_tokens_repeatedly() {

@@ -382,3 +382,25 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
     assert_eq!(model.prompts.len(), 1, "no step after the cancelled call");
     runtime.block_on(manager.shutdown());
 }
+
+#[test]
+fn an_answer_that_is_a_tool_call_is_withheld_not_shown() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            r#"[search_notes(query="launch")]"#,
+            "I have what I need.",
+            r#"[read_note(uri="Launch Plan")]"#,
+        ],
+        8192,
+    );
+    // Rig::ask also checks that what streamed equals the answer: here, nothing.
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "When is the launch?");
+    assert_eq!(turn.answer, "");
+    let withheld = turn.withheld.expect("the call is kept aside");
+    assert!(withheld.starts_with("[read_note("), "{withheld}");
+    assert!(
+        !turn.citations.is_empty(),
+        "the notes found still count as read"
+    );
+}
