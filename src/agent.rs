@@ -23,7 +23,7 @@ use crate::engine::{
 };
 use crate::grammar::ToolGrammar;
 use crate::mcp::{ToolHost, ToolRoute};
-use crate::parse::{PYTHON_TAG, Reply, ReplyStart, check_call, parse_reply, reply_start};
+use crate::parse::{Reply, ReplyStart, check_call, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::tool::{ToolCall, ToolOutput};
 
@@ -434,15 +434,9 @@ impl AnswerGate {
 /// A decision reply that starts as prose is an answer, not a call: stop it there, since the
 /// answer step writes the answer (without the schemas in the way).
 fn stop_if_prose(reply: &str) -> ControlFlow<()> {
-    let start = reply.trim_start();
-    let may_be_call = start.is_empty()
-        || start.starts_with('[')
-        || start.starts_with(PYTHON_TAG)
-        || PYTHON_TAG.starts_with(start);
-    if may_be_call {
-        ControlFlow::Continue(())
-    } else {
-        ControlFlow::Break(())
+    match reply_start(reply) {
+        ReplyStart::Text => ControlFlow::Break(()),
+        ReplyStart::Call | ReplyStart::Undecided => ControlFlow::Continue(()),
     }
 }
 
