@@ -560,8 +560,15 @@ impl StudyJob<'_> {
                 log: Vec::new(),
             };
             let result = write(&mut writer, &notes);
-            log_generations(self.global, self.command, self.target, &writer, &result)?;
-            result
+            let logged = log_generations(self.global, self.command, self.target, &writer, &result);
+            match (result, logged) {
+                // A transcript that cannot be written must not hide why the run itself failed.
+                (Err(err), Err(log_err)) => {
+                    eprintln!("recall: warning: {log_err:#}");
+                    Err(err)
+                }
+                (result, logged) => logged.and(result),
+            }
         });
         bench.close();
         result
