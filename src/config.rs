@@ -4,6 +4,7 @@
 //! Only reading and validation happen here; `mcp.rs` starts what this describes.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +22,15 @@ pub const VAULT_SERVER: &str = "vault";
 /// The hidden `recall` subcommand that serves the bundled vault server over stdio.
 pub const VAULT_SUBCOMMAND: &str = "mcp-vault-server";
 
+/// What every configured server inherits from recall's own environment: the variables the
+/// official MCP SDK clients pass on POSIX. Everything else (cloud keys, `HF_TOKEN`,
+/// `SSH_AUTH_SOCK`, …) stays with recall unless the config's `env` or `inheritEnv` names it.
+pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// What the bundled vault server inherits: where its caches live and its log filter; it runs
+/// this very binary by absolute path, so it needs not even `PATH`.
+pub const VAULT_INHERITED_ENV: &[&str] = &["HOME", "XDG_CACHE_HOME", "RUST_LOG"];
+
 /// One MCP server to spawn over stdio, fully resolved (no `${env:..}` left).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
@@ -30,8 +40,11 @@ pub struct ServerSpec {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables for the child (added to the inherited environment).
+    /// Variables set for the child on top of what it inherits (the config's `env`).
     pub env: BTreeMap<String, String>,
+    /// Names of recall's own variables the child inherits when set: [`DEFAULT_INHERITED_ENV`]
+    /// plus the config's `inheritEnv`. Nothing else of recall's environment reaches it.
+    pub inherit_env: Vec<String>,
     /// If set, only these tools are exposed.
     pub allowed_tools: Option<Vec<String>>,
     /// Tools never exposed (applied after `allowed_tools`).
@@ -43,13 +56,18 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
-    /// A spec with the defaults a config entry gets: no env, all tools, not read-only, 30 s.
+    /// A spec with the defaults a config entry gets: the default inherited variables and no
+    /// others, all tools, not read-only, 30 s.
     pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
         ServerSpec {
             name: name.into(),
             command: command.into(),
             args,
             env: BTreeMap::new(),
+            inherit_env: DEFAULT_INHERITED_ENV
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
             allowed_tools: None,
             excluded_tools: Vec::new(),
             read_only: false,
@@ -64,6 +82,23 @@ impl ServerSpec {
             .as_ref()
             .is_none_or(|list| list.iter().any(|t| t == tool));
         allowed && !self.excluded_tools.iter().any(|t| t == tool)
+    }
+
+    /// The child's whole environment: each inherited variable that `lookup` finds (recall's
+    /// environment in real use), then `env` on top. The child starts from this and nothing else.
+    pub fn child_env(
+        &self,
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> BTreeMap<String, OsString> {
+        let mut vars: BTreeMap<String, OsString> = self
+            .inherit_env
+            .iter()
+            .filter_map(|name| Some((name.clone(), lookup(name)?)))
+            .collect();
+        for (name, value) in &self.env {
+            vars.insert(name.clone(), value.into());
+        }
+        vars
     }
 }
 
@@ -263,6 +298,7 @@ pub fn builtin_for(exe: &Path, vault: &Path) -> Result<ServersConfig, ConfigErro
         vec![VAULT_SUBCOMMAND.into(), "--vault".into(), utf8(&vault)?],
     );
     spec.read_only = true;
+    spec.inherit_env = VAULT_INHERITED_ENV.iter().map(|v| v.to_string()).collect();
     Ok(ServersConfig {
         servers: vec![spec],
         warnings: Vec::new(),
@@ -308,6 +344,7 @@ const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "inheritEnv",
     "allowedTools",
     "excludedTools",
     "readOnly",
@@ -374,10 +411,29 @@ fn resolve_server(
         .iter()
         .map(|(k, v)| Ok((k.clone(), subst(v)?)))
         .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+    if let Some(bad) = raw
+        .inherit_env
+        .iter()
+        .find(|v| v.is_empty() || v.contains('='))
+    {
+        return Err(invalid(&format!(
+            "\"inheritEnv\" lists {bad:?}, which is not an environment variable name"
+        )));
+    }
+    let mut inherit_env: Vec<String> = DEFAULT_INHERITED_ENV
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    for name in &raw.inherit_env {
+        if !inherit_env.contains(name) {
+            inherit_env.push(name.clone());
+        }
+    }
     Ok(ServerSpec {
         command,
         args: subst_all(&raw.args)?,
         env: env_vars,
+        inherit_env,
         allowed_tools: raw.allowed_tools.as_deref().map(subst_all).transpose()?,
         excluded_tools: subst_all(&raw.excluded_tools)?,
         read_only: raw.read_only,
@@ -426,6 +482,8 @@ struct RawServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    inherit_env: Vec<String>,
     allowed_tools: Option<Vec<String>>,
     #[serde(default)]
     excluded_tools: Vec<String>,

@@ -583,7 +583,11 @@ async fn start_server(
     tail: Arc<Mutex<VecDeque<String>>>,
 ) -> Result<Live, StartFailure> {
     let mut command = Command::new(&spec.command);
-    command.args(&spec.args).envs(&spec.env);
+    // Only what the spec names: a server never sees recall's secrets by accident.
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(spec.child_env(|name| std::env::var_os(name)));
     let (transport, stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()

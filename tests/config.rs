@@ -263,9 +263,58 @@ fn builtin_default_runs_this_binary_on_the_vault() {
     assert_eq!(spec.args[..2], ["mcp-vault-server", "--vault"]);
     assert_eq!(Path::new(&spec.args[2]), vault.path());
     assert!(spec.read_only);
+    // The bundled server inherits its cache and log settings, nothing else of recall's.
+    assert_eq!(spec.inherit_env, config::VAULT_INHERITED_ENV);
+    let lookup = |name: &str| Some(format!("value of {name}").into());
+    let child: Vec<String> = spec.child_env(lookup).into_keys().collect();
+    assert_eq!(child, ["HOME", "RUST_LOG", "XDG_CACHE_HOME"]);
 
     match config::builtin(&vault.path().join("absent")) {
         Err(ConfigError::VaultNotFound { .. }) => {}
         other => panic!("expected VaultNotFound, got {other:?}"),
     }
+}
+
+#[test]
+fn servers_inherit_the_sdk_defaults_plus_inherit_env_and_env_on_top() {
+    let cfg = parse(
+        r#"{"mcpServers": {"a": {"command": "x", "env": {"TOKEN": "t", "PATH": "/only"},
+             "inheritEnv": ["LANG", "HOME"]}, "b": {"command": "y"}}}"#,
+    )
+    .unwrap();
+    let (a, b) = (&cfg.servers[0], &cfg.servers[1]);
+    assert_eq!(
+        a.inherit_env,
+        ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"]
+    );
+    assert_eq!(b.inherit_env, config::DEFAULT_INHERITED_ENV);
+    let recall_env = |name: &str| match name {
+        "HOME" => Some("/home/me".into()),
+        "PATH" => Some("/usr/bin".into()),
+        "LANG" => Some("C.UTF-8".into()),
+        "HF_TOKEN" | "AWS_SECRET_ACCESS_KEY" => Some("secret".into()),
+        _ => None,
+    };
+    let child = a.child_env(recall_env);
+    let pairs: Vec<(&str, &str)> = child
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.to_str().unwrap()))
+        .collect();
+    // Unset defaults are skipped, not set empty; `env` wins over an inherited value.
+    assert_eq!(
+        pairs,
+        [
+            ("HOME", "/home/me"),
+            ("LANG", "C.UTF-8"),
+            ("PATH", "/only"),
+            ("TOKEN", "t")
+        ]
+    );
+    let child = b.child_env(recall_env);
+    assert!(!child.contains_key("HF_TOKEN") && !child.contains_key("AWS_SECRET_ACCESS_KEY"));
+
+    let err = parse(r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": ["A=B"]}}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("inheritEnv") && err.contains("A=B"), "{err}");
 }
