@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 
+use crate::api;
 use crate::links::Link;
 use crate::note::{self, ParsedNote};
 use crate::resolve::{self, Names, NoteNames, RefError, Target};
@@ -29,7 +30,7 @@ pub struct NoteEntry {
     pub modified: Option<SystemTime>,
     /// Parsed structure.
     pub parsed: ParsedNote,
-    /// The full text at index time (for snippets).
+    /// The full text at index time (search hits show passages of it).
     pub text: String,
     /// Title and aliases in comparison form (NFC, lowercase).
     folded_names: Vec<String>,
@@ -97,15 +98,18 @@ pub struct BuildStats {
     pub parse_elapsed: std::time::Duration,
 }
 
-/// A search hit.
+/// A search hit: a note and its passage that best matches the query.
 #[derive(Debug, Clone)]
 pub struct Hit {
     /// Note id.
     pub id: u32,
-    /// Score.
+    /// The note's score (passages only choose what is shown, not the order).
     pub score: f32,
-    /// Snippet.
-    pub snippet: String,
+    /// The headings above the passage, outermost first (empty above the first heading).
+    pub heading_path: Vec<String>,
+    /// The passage text (at most [`api::PASSAGE_CHARS`] characters; empty for a note without
+    /// text).
+    pub passage: String,
 }
 
 /// An outgoing link and what it resolves to.
@@ -332,6 +336,11 @@ impl VaultIndex {
         if vault::is_hidden_rel(rel) {
             return;
         }
+        // A path that now runs through a symlinked folder is not the vault's: the walk never
+        // descends one, and its files may lie anywhere.
+        if self.vault.parent_is_real(rel) == Some(false) {
+            return;
+        }
         let abs = self.vault.root().join(rel);
         match std::fs::symlink_metadata(&abs) {
             Ok(m) if m.is_dir() => {
@@ -362,7 +371,10 @@ impl VaultIndex {
                     self.remove(rel);
                 }
             },
-            Ok(_) => self.names.add_attachment(rel),
+            // Only what the walk would list: a symlink to a folder or out of the vault is not an
+            // attachment.
+            Ok(_) if self.vault.is_listed_file(rel) => self.names.add_attachment(rel),
+            Ok(_) => self.names.remove_attachment(rel),
             Err(_) => {
                 self.remove(rel);
                 self.names.remove_attachment(rel);
@@ -433,18 +445,43 @@ impl VaultIndex {
         e.parsed
             .links
             .iter()
-            .map(|l| {
-                let target = if l.path.is_empty() {
-                    Target::Note(id)
-                } else {
-                    self.names.resolve_link(&l.path, &folder)
-                };
-                Outgoing {
-                    link: l.clone(),
-                    target,
-                }
+            .map(|l| Outgoing {
+                link: l.clone(),
+                target: self.link_target(id, &folder, l),
             })
             .collect()
+    }
+
+    /// A note's outgoing links with each target once (in the order written), only the first
+    /// `max` resolved, and how many distinct targets there are in all. Linear in the number of
+    /// links: a note with 100,000 links costs one hash-set pass, not a comparison of every
+    /// pair, and resolving (which can scan every path) is spent on what is shown only.
+    pub fn outgoing_distinct(&self, id: u32, max: usize) -> (Vec<Outgoing>, usize) {
+        let Some(e) = self.get(id) else {
+            return (Vec::new(), 0);
+        };
+        let folder = e.folded_folder();
+        // A link resolves by its path alone, so one target written twice resolves the same.
+        let mut seen = std::collections::HashSet::new();
+        let mut shown = Vec::new();
+        for l in &e.parsed.links {
+            if seen.insert((l.target.as_str(), l.path.as_str())) && shown.len() < max {
+                shown.push(Outgoing {
+                    link: l.clone(),
+                    target: self.link_target(id, &folder, l),
+                });
+            }
+        }
+        (shown, seen.len())
+    }
+
+    /// What a link written in note `id` (in folded folder `folder`) points at.
+    fn link_target(&self, id: u32, folder: &str, l: &Link) -> Target {
+        if l.path.is_empty() {
+            Target::Note(id)
+        } else {
+            self.names.resolve_link(&l.path, folder)
+        }
     }
 
     /// Notes linking to `id` (each once, in listing order).
@@ -485,7 +522,8 @@ impl VaultIndex {
         out
     }
 
-    /// Ranked full-text search with optional folder and tag filters.
+    /// Ranked full-text search with optional folder and tag filters: the best `limit` notes,
+    /// each with its passage that best matches the query.
     pub fn search(
         &self,
         query: &str,
@@ -514,15 +552,18 @@ impl VaultIndex {
             }
         }
         scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
         scored
             .into_iter()
             .take(limit)
             .filter_map(|s| {
                 let e = self.get(s.doc)?;
+                let (heading_path, passage) = best_passage(e, &mut tok, &terms, &weights);
                 Some(Hit {
                     id: s.doc,
                     score: s.score,
-                    snippet: search::snippet(&mut tok, e.body(), &terms, 200),
+                    heading_path,
+                    passage,
                 })
             })
             .collect()
@@ -610,6 +651,33 @@ impl VaultIndex {
     pub fn rel_of(&self, p: &Path) -> Option<String> {
         self.vault.rel_of(p)
     }
+}
+
+/// The heading path and text of `e`'s passage that best matches the query `terms` (weighted
+/// by `weights`); empty for a note without text. Passages are cut at query time, for the few
+/// notes shown only, so indexing costs nothing more.
+fn best_passage(
+    e: &NoteEntry,
+    tok: &mut Tokenizer,
+    terms: &[String],
+    weights: &[f32],
+) -> (Vec<String>, String) {
+    let body = e.body();
+    let headings = &e.parsed.headings;
+    let passages = note::passages(body, headings, api::PASSAGE_CHARS);
+    let candidates = passages
+        .iter()
+        .map(|p| (p.heading_path(headings), p.text(body)));
+    let Some(best) = search::best_passage(tok, terms, weights, candidates) else {
+        return (Vec::new(), String::new());
+    };
+    let p = &passages[best];
+    let path = p
+        .heading_path(headings)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .collect();
+    (path, p.text(body).to_string())
 }
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.

@@ -12,6 +12,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod frontmatter;
 pub mod index;
 pub mod links;
@@ -25,8 +26,6 @@ pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-
-use rmcp::ServiceExt;
 
 pub use index::{BuildStats, VaultIndex};
 pub use server::{KbServer, SharedIndex};
@@ -43,9 +42,7 @@ pub async fn serve_stdio(vault: PathBuf) -> anyhow::Result<()> {
             None
         }
     };
-    let service = KbServer::new(index).serve(rmcp::transport::stdio()).await?;
-    service.waiting().await?;
-    Ok(())
+    server::serve_stdio(index).await
 }
 
 /// Opens and indexes a vault (off the async runtime's worker threads).

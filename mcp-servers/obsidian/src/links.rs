@@ -31,7 +31,9 @@ pub struct Link {
 }
 
 /// Finds every wikilink/embed in `text`, pushing links and the byte spans they cover.
-/// Wikilinks never span lines.
+/// Wikilinks never span lines. Linear in the length of `text`: every byte is looked at a
+/// bounded number of times, however many `[[` a line holds (a hostile 512 KB line of `[[`
+/// once took 13 s here).
 pub fn scan_wikilinks(
     text: &str,
     kind: LinkKind,
@@ -40,23 +42,27 @@ pub fn scan_wikilinks(
 ) {
     let bytes = text.as_bytes();
     let mut i = 0;
+    // End of the line holding `i` (exclusive), found once per line rather than once per `[[`.
+    let mut line_end = 0;
     while let Some(off) = text[i..].find("[[") {
         let open = i + off;
+        if open >= line_end {
+            line_end = text[open..].find('\n').map_or(text.len(), |e| open + e);
+        }
         let inner_start = open + 2;
-        let line_end = text[inner_start..]
-            .find('\n')
-            .map_or(text.len(), |e| inner_start + e);
+        // The first `]]` after the opener closes it; with none on this line, no later `[[` on
+        // the line can close either, so the scan moves to the next line.
         let Some(close_off) = text[inner_start..line_end].find("]]") else {
-            i = inner_start;
+            i = line_end;
             continue;
         };
         let close = inner_start + close_off;
-        let inner = &text[inner_start..close];
-        // `[[a [[b]]`: restart at the innermost opener.
-        if let Some(nested) = inner.rfind("[[") {
-            i = inner_start + nested;
-            continue;
-        }
+        // `[[a [[b]]`: the innermost opener before the close owns it.
+        let open = match text[inner_start..close].rfind("[[") {
+            Some(nested) => inner_start + nested,
+            None => open,
+        };
+        let inner = &text[open + 2..close];
         let embed = open > 0 && bytes[open - 1] == b'!';
         // One span per link pushed, in the same order (callers zip them).
         if let Some(link) = parse_inner(inner, embed, kind) {
@@ -157,6 +163,74 @@ mod tests {
         assert_eq!(l[3].path, "T");
         assert!(wl("[[broken\n]]").is_empty());
         assert_eq!(wl("[[a [[b]]")[0].path, "b");
+    }
+
+    /// The scan as first written (quadratic on lines full of `[[`): the reference semantics.
+    fn naive(text: &str) -> Vec<(Link, Range<usize>)> {
+        let (mut out, bytes, mut i) = (Vec::new(), text.as_bytes(), 0);
+        while let Some(off) = text[i..].find("[[") {
+            let open = i + off;
+            let inner_start = open + 2;
+            let line_end = text[inner_start..]
+                .find('\n')
+                .map_or(text.len(), |e| inner_start + e);
+            let Some(close_off) = text[inner_start..line_end].find("]]") else {
+                i = inner_start;
+                continue;
+            };
+            let close = inner_start + close_off;
+            let inner = &text[inner_start..close];
+            if let Some(nested) = inner.rfind("[[") {
+                i = inner_start + nested;
+                continue;
+            }
+            let embed = open > 0 && bytes[open - 1] == b'!';
+            if let Some(link) = parse_inner(inner, embed, LinkKind::Wiki) {
+                out.push((link, if embed { open - 1 } else { open }..close + 2));
+            }
+            i = close + 2;
+        }
+        out
+    }
+
+    #[test]
+    fn scan_matches_the_reference_on_random_bracket_soup() {
+        let alphabet = ['[', '[', ']', ']', '!', '|', '#', '\n', 'a', 'b', ' '];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            for _ in 0..(seed % 60) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push(alphabet[(seed % alphabet.len() as u64) as usize]);
+            }
+            let (mut links, mut spans) = (Vec::new(), Vec::new());
+            scan_wikilinks(&text, LinkKind::Wiki, &mut links, &mut spans);
+            let got: Vec<(Link, Range<usize>)> = links.into_iter().zip(spans).collect();
+            assert_eq!(got, naive(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn hostile_lines_of_openers_are_scanned_once() {
+        // 512 KB of `[[` on one line: no link, and (before the fix) 13 s of rescanning.
+        let soup = "[[".repeat(256 * 1024);
+        assert!(wl(&soup).is_empty());
+        // The same with a close at the very end: one link, owned by the last opener.
+        let l = wl(&format!("{soup}x]]"));
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].path, "x");
+        // Openers on one line never pair with a close on the next.
+        assert!(wl(&format!("{soup}\n]]")).is_empty());
+        // 100k links on one line are all found.
+        let many: String = (0..100_000).map(|i| format!("[[n{i}]] ")).collect();
+        let l = wl(&many);
+        assert_eq!(l.len(), 100_000);
+        assert_eq!(l[99_999].path, "n99999");
     }
 
     #[test]

@@ -21,7 +21,10 @@ async fn main() -> ExitCode {
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+                // notify's own log lines name absolute paths (a watch it could not remove
+                // after a folder was deleted); the watcher reports what matters itself.
+                .add_directive("notify=off".parse().expect("a valid directive")),
         )
         .init();
     match obsidian_kb::serve_stdio(args.vault).await {

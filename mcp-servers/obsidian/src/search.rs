@@ -1,7 +1,8 @@
 //! Ranked full-text search: an in-memory inverted index with BM25F scoring over four fields
 //! (title+aliases, headings, tags, body), English stop words and Snowball stemming, and CJK
 //! text indexed as character unigrams and bigrams. Updated one document at a time, so the
-//! file watcher can keep it live. Knows nothing about files or MCP.
+//! file watcher can keep it live. Also picks which passage of a matching document best
+//! answers the query ([`best_passage`]). Knows nothing about files or MCP.
 //!
 //! Why hand-written: a note vault is small (thousands of documents, tens of MB), must update
 //! per file in milliseconds, and must start in well under a second; an embedded engine such
@@ -243,7 +244,7 @@ impl Tokenizer {
 
     /// The core of [`Tokenizer::each`], giving term ids. With `only` set, words that cannot
     /// stem to one of those terms (different first two letters) are skipped before stemming
-    /// (fast snippet scans).
+    /// (fast passage scans).
     fn each_id(
         &mut self,
         text: &str,
@@ -477,8 +478,7 @@ impl SearchIndex {
                 continue;
             };
             let list = &self.postings[id as usize];
-            let df = list.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = self.idf(term);
             for p in list {
                 let lens = &self.doc_lens[p.doc as usize];
                 let mut tf = 0.0;
@@ -507,6 +507,16 @@ impl SearchIndex {
         out
     }
 
+    /// The inverse document frequency of `term` (as [`SearchIndex::search`] weighs it); 0 for a
+    /// term no document holds.
+    pub fn idf(&self, term: &str) -> f32 {
+        let Some(&id) = self.dict.get(term) else {
+            return 0.0;
+        };
+        let (n, df) = (self.docs as f32, self.postings[id as usize].len() as f32);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
     /// Number of live documents.
     pub fn len(&self) -> usize {
         self.docs as usize
@@ -523,87 +533,81 @@ impl SearchIndex {
     }
 }
 
-/// A snippet of about `width` characters from `body`, centred on the densest cluster of query
-/// terms, whitespace collapsed, with `…` where text was cut.
-pub fn snippet(tok: &mut Tokenizer, body: &str, terms: &[String], width: usize) -> String {
-    const SCAN: usize = 4_000_000;
-    let scan = floor_char(body, SCAN.min(body.len()));
-    let mut hits: Vec<(usize, usize)> = Vec::new();
-    tok.each_id(&body[..scan], false, Some(terms), |vocab, id, s, _| {
-        let t = &*vocab.text[id as usize];
-        if let Some(i) = terms.iter().position(|q| q == t) {
-            hits.push((s, i));
-        }
-    });
-    let start = if hits.is_empty() {
-        0
-    } else {
-        // The hit whose following window covers the most distinct terms.
-        let mut best = (0usize, 0usize);
-        let mut seen = vec![false; terms.len()];
-        for (k, &(s, _)) in hits.iter().enumerate() {
-            seen.iter_mut().for_each(|x| *x = false);
-            let mut distinct = 0;
-            for &(s2, ti) in &hits[k..] {
-                if s2 - s > width * 3 / 2 {
-                    break;
-                }
-                if !seen[ti] {
-                    seen[ti] = true;
-                    distinct += 1;
-                }
-            }
-            if distinct > best.1 {
-                best = (s, distinct);
-            }
-        }
-        // Start a little before the match, at a word boundary.
-        let back = body[..best.0]
-            .char_indices()
-            .rev()
-            .nth(width / 4)
-            .map_or(0, |(i, _)| i);
-        body[back..best.0]
-            .find(char::is_whitespace)
-            .map_or(back, |w| back + w)
-    };
-    let mut out = String::new();
-    if start > 0 {
-        out.push('…');
-    }
-    let mut count = 0;
-    let mut last_space = true;
-    let mut cut = false;
-    for c in body[start..].chars() {
-        if count >= width {
-            cut = true;
-            break;
-        }
-        if c.is_whitespace() {
-            if !last_space {
-                out.push(' ');
-                count += 1;
-            }
-            last_space = true;
-        } else {
-            out.push(c);
-            count += 1;
-            last_space = false;
-        }
-    }
-    let trimmed = out.trim_end().len();
-    out.truncate(trimmed);
-    if cut {
-        out.push('…');
-    }
-    out
-}
+/// How much a query term in a passage's heading path counts against one in its text (the
+/// index weighs headings against body the same way).
+const PASSAGE_HEADING_WEIGHT: f32 = WEIGHTS[HEADINGS] / WEIGHTS[BODY];
+/// Length normalisation among one note's passages: mild, since passages are capped in size
+/// and a longer one also brings more context to answer from.
+const PASSAGE_B: f32 = 0.3;
+/// How much less the last passage of a document counts than the first, other things equal.
+/// A note's opening usually introduces its subject, while a later section that merely repeats
+/// the query's one word (a CSS example full of `callout`) is seldom the answer; a match in a
+/// heading or of more of the query's words still wins by far more than this.
+const PASSAGE_POSITION_DISCOUNT: f32 = 0.2;
 
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
+/// Which of one document's passages best matches the query `terms`, each weighted by
+/// `weights` (the index's [`SearchIndex::idf`], so rare words count more): BM25 over the
+/// passage text plus its heading path, times the share of distinct terms matched, discounted
+/// a little the later the passage comes. Each passage is its heading texts and its text, in
+/// document order. Ties go to the earlier passage, so a document matched only by its title or
+/// tags gives its first passage. `None` when there are no passages.
+pub fn best_passage<'a, H>(
+    tok: &mut Tokenizer,
+    terms: &[String],
+    weights: &[f32],
+    passages: impl IntoIterator<Item = (H, &'a str)>,
+) -> Option<usize>
+where
+    H: IntoIterator<Item = &'a str>,
+{
+    let mut which: HashMap<TermId, usize, Fast> = HashMap::default();
+    for (i, t) in terms.iter().enumerate() {
+        which.entry(tok.vocab.intern(t)).or_insert(i);
     }
-    i
+    // Count first (lengths are needed for the average), then score.
+    let mut counted: Vec<(Vec<f32>, usize)> = Vec::new();
+    for (headings, text) in passages {
+        let mut tf = vec![0.0f32; terms.len()];
+        for h in headings {
+            tok.each_id(h, false, Some(terms), |_, id, _, _| {
+                if let Some(&i) = which.get(&id) {
+                    tf[i] += PASSAGE_HEADING_WEIGHT;
+                }
+            });
+        }
+        tok.each_id(text, false, Some(terms), |_, id, _, _| {
+            if let Some(&i) = which.get(&id) {
+                tf[i] += 1.0;
+            }
+        });
+        counted.push((tf, text.len()));
+    }
+    if counted.is_empty() {
+        return None;
+    }
+    let avg =
+        (counted.iter().map(|(_, l)| *l).sum::<usize>() as f32 / counted.len() as f32).max(1.0);
+    let q = terms.len().max(1) as f32;
+    let n = counted.len() as f32;
+    let mut best = (0, f32::MIN);
+    for (k, (tf, len)) in counted.iter().enumerate() {
+        let norm = 1.0 - PASSAGE_B + PASSAGE_B * *len as f32 / avg;
+        let mut score = 0.0;
+        let mut matched = 0;
+        for (x, w) in tf.iter().zip(weights) {
+            if *x > 0.0 {
+                score += w * x * (K1 + 1.0) / (x + K1 * norm);
+                matched += 1;
+            }
+        }
+        let score = score
+            * (0.5 + 0.5 * matched as f32 / q)
+            * (1.0 - PASSAGE_POSITION_DISCOUNT * k as f32 / n);
+        if score > best.1 {
+            best = (k, score);
+        }
+    }
+    Some(best.0)
 }
 
 #[cfg(test)]
@@ -681,17 +685,37 @@ mod tests {
     }
 
     #[test]
-    fn snippet_centres_on_match() {
+    fn best_passage_weighs_rare_terms_headings_and_keeps_the_earlier_on_ties() {
         let mut tok = Tokenizer::default();
-        let body = format!(
-            "{} the mitochondria is the powerhouse {}",
-            "filler ".repeat(100),
-            "tail ".repeat(100)
+        let mut idx = SearchIndex::default();
+        // "pump" is in every document, "valve" in one: valve is the rarer, weightier word.
+        for (d, body) in ["pump valve", "pump", "pump", "pump"].iter().enumerate() {
+            let doc = DocTerms::build(&mut tok, ["", "", "", body]);
+            idx.insert(d as u32, doc, &mut tok);
+        }
+        let q = tok.query_terms("pump valves");
+        let w: Vec<f32> = q.iter().map(|t| idx.idf(t)).collect();
+        assert!(w[1] > w[0] && idx.idf("absent") == 0.0, "{w:?}");
+        let p = |h: &[&'static str], t: &'static str| (h.to_vec(), t);
+        let passages = [
+            p(&[], "The pump pumps; pumping all day."),
+            p(&[], "A valve."),
+            p(&[], "The pump and its valve."),
+        ];
+        assert_eq!(best_passage(&mut tok, &q, &w, passages.clone()), Some(2));
+        let two = passages[..2].to_vec();
+        assert_eq!(best_passage(&mut tok, &q, &w, two), Some(1));
+        // A match in the heading path counts: both passages now hold both words.
+        let passages = [p(&[], "pump valve"), p(&["Valves"], "pump")];
+        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(1));
+        // No match anywhere, or equal matches: the first passage.
+        let passages = [p(&[], "nothing"), p(&[], "here")];
+        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(0));
+        let passages = [p(&[], "a pump"), p(&[], "a pump")];
+        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(0));
+        assert_eq!(
+            best_passage(&mut tok, &q, &w, Vec::<(Vec<&str>, &str)>::new()),
+            None
         );
-        let q = tok.query_terms("powerhouse");
-        let s = snippet(&mut tok, &body, &q, 80);
-        assert!(s.contains("powerhouse"), "{s}");
-        assert!(s.starts_with('…') && s.ends_with('…'));
-        assert!(s.chars().count() <= 84);
     }
 }

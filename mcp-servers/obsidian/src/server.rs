@@ -5,6 +5,10 @@
 //!
 //! **Invariant:** nothing returned here contains an absolute path: notes are named by
 //! `note://` URIs and errors by vault-relative paths, and rejected input is never echoed.
+//!
+//! Every tool call and resource read runs on the blocking pool, at most one per core at a
+//! time (`KbServer::run`): index work is CPU-bound and file reads can stall, and neither may
+//! hold the async workers that read requests and answer `ping`. The rest wait their turn.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, RwLock};
@@ -13,17 +17,23 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerConfig,
+    CallToolResult, ClientJsonRpcMessage, ClientRequest, ContentBlock, ErrorData, GetMeta,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
 
+use crate::api::{
+    self, Backlink, LinksOutput, LinksParams, ListOutput, ListParams, NoteSummary, OutgoingLink,
+    ReadOutput, ReadParams, SearchHit, SearchOutput, SearchParams, TagCount, TagsOutput,
+    TagsParams,
+};
 use crate::index::VaultIndex;
 use crate::note;
 use crate::resolve::{RefError, Target};
@@ -32,212 +42,114 @@ use crate::vault::{VaultError, rfc3339};
 /// The shared, live index.
 pub type SharedIndex = Arc<RwLock<VaultIndex>>;
 
+/// Serves `index` over MCP on stdin/stdout until the client closes the connection.
+pub async fn serve_stdio(index: SharedIndex) -> anyhow::Result<()> {
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let transport = PreInitFilter::new(rmcp::transport::async_rw::AsyncRwTransport::new_server(
+        stdin, stdout,
+    ));
+    let service = KbServer::new(index).serve(transport).await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+/// A transport that drops what a client sends before the session starts other than requests:
+/// notifications (a stray `notifications/initialized`), responses and errors. rmcp 3.9 ends
+/// the session with an error on any of them, where MCP peers ignore them; here they are
+/// logged at debug and skipped. Everything passes untouched once the session has started.
+pub struct PreInitFilter<T> {
+    inner: T,
+    started: bool,
+}
+
+impl<T: Transport<RoleServer>> PreInitFilter<T> {
+    /// Wraps a server transport.
+    pub fn new(inner: T) -> Self {
+        Self {
+            inner,
+            started: false,
+        }
+    }
+}
+
+/// Whether `request` starts the session: `initialize`, or (as rmcp decides for clients of the
+/// 2026 protocol, which skip `initialize`) any request but `ping` and `server/discover` that
+/// carries complete inline metadata.
+fn starts_session(request: &ClientRequest) -> bool {
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.protocol_version().is_some()
+                && meta
+                    .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                    .is_empty()
+        }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for PreInitFilter<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await?;
+            if self.started {
+                return Some(message);
+            }
+            match &message {
+                ClientJsonRpcMessage::Request(r) => {
+                    self.started = starts_session(&r.request);
+                    return Some(message);
+                }
+                ClientJsonRpcMessage::Notification(_) => {
+                    tracing::debug!("ignored a notification before initialize");
+                }
+                ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_) => {
+                    tracing::debug!("ignored a response before initialize");
+                }
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 const RESOURCE_PAGE: usize = 200;
 const MAX_LIMIT: usize = 500;
+/// Most search hits per call (what the schema promises; each hit is a passage of up to
+/// [`api::PASSAGE_CHARS`] characters).
+const MAX_SEARCH_LIMIT: usize = 50;
 const MAX_READ_CHARS: usize = 100_000;
-
-/// Accepts an integer, a numeric string or null (small models quote numbers).
-fn lenient_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum N {
-        U(u64),
-        I(i64),
-        F(f64),
-        S(String),
-    }
-    Ok(match Option::<N>::deserialize(d)? {
-        None => None,
-        Some(N::U(u)) => Some(u as usize),
-        Some(N::I(i)) => Some(i.max(0) as usize),
-        Some(N::F(f)) if f.is_finite() && f >= 0.0 => Some(f as usize),
-        Some(N::F(_)) => Some(0),
-        Some(N::S(s)) => Some(
-            s.trim()
-                .parse::<u64>()
-                .map_err(|_| serde::de::Error::custom("expected a whole number"))?
-                as usize,
-        ),
-    })
-}
-
-/// `search_notes` input.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SearchParams {
-    /// Words or a natural-language question to look for in titles, aliases, headings, tags and text.
-    pub query: String,
-    /// How many hits to return (default 5, at most 500).
-    #[serde(default, deserialize_with = "lenient_usize")]
-    pub limit: Option<usize>,
-    /// Only notes in this folder (vault-relative, e.g. `Projects/2024`), including subfolders.
-    #[serde(default)]
-    pub folder: Option<String>,
-    /// Only notes with this tag (without `#`); nested tags match their parent (`a` finds `a/b`).
-    #[serde(default)]
-    pub tag: Option<String>,
-}
-
-/// `list_notes` input.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ListParams {
-    /// Only notes in this folder (vault-relative), including subfolders.
-    #[serde(default)]
-    pub folder: Option<String>,
-    /// Only notes with this tag (without `#`).
-    #[serde(default)]
-    pub tag: Option<String>,
-    /// The `next_cursor` of the previous page.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Page size (default 50, at most 500).
-    #[serde(default, deserialize_with = "lenient_usize")]
-    pub limit: Option<usize>,
-}
-
-/// `read_note` input.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadParams {
-    /// The note: a `note://` URI, a vault-relative path, or a note name or alias.
-    pub uri: String,
-    /// Only the section under this heading (heading text, without `#`).
-    #[serde(default)]
-    pub section: Option<String>,
-    /// Character offset to continue from (the `next_offset` of the previous call).
-    #[serde(default, deserialize_with = "lenient_usize")]
-    pub offset: Option<usize>,
-    /// Most characters to return (default 6000, at most 100000).
-    #[serde(default, deserialize_with = "lenient_usize")]
-    pub max_chars: Option<usize>,
-}
-
-/// `get_links` input.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct LinksParams {
-    /// The note: a `note://` URI, a vault-relative path, or a note name or alias.
-    pub uri: String,
-}
-
-/// `list_tags` input.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct TagsParams {
-    /// Only tags starting with this text (without `#`).
-    #[serde(default)]
-    pub prefix: Option<String>,
-}
-
-/// One search hit.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SearchHit {
-    /// The note's URI.
-    pub uri: String,
-    /// The note's title.
-    pub title: String,
-    /// Relevance (higher is better).
-    pub score: f64,
-    /// About 200 characters around the best match.
-    pub snippet: String,
-}
-
-/// `search_notes` output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct SearchOutput {
-    /// Hits, best first.
-    pub hits: Vec<SearchHit>,
-}
-
-/// One note in a listing.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct NoteSummary {
-    /// The note's URI.
-    pub uri: String,
-    /// The note's title.
-    pub title: String,
-    /// Its tags (lowercase, without `#`).
-    pub tags: Vec<String>,
-    /// File size in bytes.
-    pub bytes: u64,
-    /// Last modification time (RFC 3339, UTC).
-    pub modified: Option<String>,
-}
-
-/// `list_notes` output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ListOutput {
-    /// Notes in path order.
-    pub notes: Vec<NoteSummary>,
-    /// Pass as `cursor` to get the next page; null on the last page.
-    pub next_cursor: Option<String>,
-}
-
-/// `read_note` output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReadOutput {
-    /// The note's URI.
-    pub uri: String,
-    /// The note's title.
-    pub title: String,
-    /// Frontmatter properties; null when absent or unreadable.
-    pub frontmatter: Option<Map<String, Value>>,
-    /// Why the frontmatter could not be read, if it could not.
-    pub frontmatter_error: Option<String>,
-    /// The text (body without frontmatter, or the requested section), from `offset`.
-    pub content: String,
-    /// Pass as `offset` to read on; null when the end was reached.
-    pub next_offset: Option<usize>,
-    /// Length of the whole body or section in characters.
-    pub total_chars: usize,
-}
-
-/// An outgoing link.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct OutgoingLink {
-    /// The link target as written (`Note#Heading`, `img.png`).
-    pub target: String,
-    /// The note it resolves to; null for unresolved links and non-note files.
-    pub uri: Option<String>,
-}
-
-/// A note linking here.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Backlink {
-    /// The linking note's URI.
-    pub uri: String,
-    /// The linking note's title.
-    pub title: String,
-}
-
-/// `get_links` output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct LinksOutput {
-    /// The note's URI.
-    pub uri: String,
-    /// Links in this note (wikilinks, embeds, markdown links, frontmatter links).
-    pub outgoing: Vec<OutgoingLink>,
-    /// Notes that link to this note.
-    pub backlinks: Vec<Backlink>,
-}
-
-/// A tag and how many notes carry it.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct TagCount {
-    /// The tag (lowercase, without `#`; nested tags use `/`).
-    pub tag: String,
-    /// Number of notes with this tag.
-    pub count: usize,
-}
-
-/// `list_tags` output.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct TagsOutput {
-    /// Tags, most used first.
-    pub tags: Vec<TagCount>,
-}
 
 /// The MCP server.
 #[derive(Clone)]
 pub struct KbServer {
-    index: SharedIndex,
+    tools: Tools,
+    /// Calls running on the blocking pool at once (one per core); the others wait here, as
+    /// futures, not threads.
+    limit: Arc<Semaphore>,
     tool_router: ToolRouter<Self>,
+}
+
+/// The blocking half of the server: everything that takes the index lock or touches the disk.
+/// Cheap to clone (one `Arc`), so each call moves its own copy onto the blocking pool.
+#[derive(Clone)]
+struct Tools {
+    index: SharedIndex,
+    /// The vault's canonical root (fixed for the server's life), to check it still exists
+    /// without taking the index lock.
+    root: Arc<std::path::Path>,
 }
 
 fn ok<T: Serialize>(text: String, value: &T) -> CallToolResult {
@@ -273,7 +185,7 @@ fn decode_cursor(c: &str) -> Option<(String, String)> {
     Some((a.to_string(), b.to_string()))
 }
 
-impl KbServer {
+impl Tools {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, VaultIndex> {
         self.index.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -318,8 +230,10 @@ impl KbServer {
         match vault.read_note(rel) {
             Ok(t) => Ok(t),
             Err(e) => {
-                if matches!(e, VaultError::Gone(_) | VaultError::Outside(_))
-                    && let Ok(mut w) = self.index.write()
+                if matches!(
+                    e,
+                    VaultError::Gone(_) | VaultError::Outside(_) | VaultError::NotAFile(_)
+                ) && let Ok(mut w) = self.index.write()
                 {
                     w.refresh(rel);
                 }
@@ -327,62 +241,17 @@ impl KbServer {
             }
         }
     }
-}
 
-/// `schema` without the integer formats schemars writes for Rust types (`uint`, `uint32`,
-/// `uint64`, …): JSON Schema defines none of them, and validating clients (ajv in the MCP
-/// Inspector) warn about each on every listing. The `minimum: 0` beside them says the same.
-fn portable_schema(schema: &Map<String, Value>) -> Map<String, Value> {
-    let mut schema = schema.clone();
-    drop_rust_formats(&mut schema);
-    schema
-}
-
-fn drop_rust_formats(schema: &mut Map<String, Value>) {
-    let rust_only = |f: &str| f.starts_with("uint") || matches!(f, "int" | "int8" | "int16");
-    if schema
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(rust_only)
-    {
-        schema.remove("format");
-    }
-    for value in schema.values_mut() {
-        match value {
-            Value::Object(sub) => drop_rust_formats(sub),
-            Value::Array(items) => items
-                .iter_mut()
-                .filter_map(Value::as_object_mut)
-                .for_each(drop_rust_formats),
-            _ => {}
-        }
-    }
-}
-
-#[tool_router]
-impl KbServer {
-    /// Creates a server over a shared index.
-    pub fn new(index: SharedIndex) -> Self {
-        let mut tool_router = Self::tool_router();
-        for route in tool_router.map.values_mut() {
-            let tool = &mut route.attr;
-            tool.input_schema = Arc::new(portable_schema(&tool.input_schema));
-            if let Some(output) = &tool.output_schema {
-                tool.output_schema = Some(Arc::new(portable_schema(output)));
-            }
-        }
-        Self { index, tool_router }
+    /// Why the vault cannot be served right now, if it cannot: its folder is gone (deleted,
+    /// moved, unmounted). Checked on every call, so the answer is an error rather than an empty
+    /// vault; the watcher rebuilds the index when the folder comes back.
+    fn vault_missing(&self) -> Option<&'static str> {
+        (!self.root.is_dir()).then_some(
+            "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back.",
+        )
     }
 
-    #[tool(
-        description = "Full-text search over the vault's notes (titles, aliases, headings, tags, text). Accepts keywords or a natural-language question. Returns ranked hits with note URIs and snippets; read a hit with read_note.",
-        output_schema = schema_for_output::<SearchOutput>(),
-        annotations(title = "Search notes", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn search_notes(
-        &self,
-        Parameters(p): Parameters<SearchParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    fn search_notes(&self, p: SearchParams) -> Result<CallToolResult, ErrorData> {
         if p.query.trim().is_empty() {
             return Ok(fail(
                 "The query is empty; give words or a question to search for.",
@@ -391,23 +260,28 @@ impl KbServer {
         if p.query.len() > 2000 {
             return Ok(fail("The query is too long (at most 2000 bytes)."));
         }
-        let limit = clamp_limit(p.limit, 5);
+        let limit = p.limit.unwrap_or(5).clamp(1, MAX_SEARCH_LIMIT);
         let idx = self.read();
         let hits = idx.search(&p.query, limit, p.folder.as_deref(), p.tag.as_deref());
+        let vault_name = idx.vault().name();
         let out = SearchOutput {
             hits: hits
-                .iter()
+                .into_iter()
                 .filter_map(|h| {
                     let e = idx.get(h.id)?;
+                    let heading = h.heading_path.last().map(String::as_str);
                     Some(SearchHit {
                         uri: e.uri(),
                         title: e.title.clone(),
+                        link: api::obsidian_link(&vault_name, &e.rel, heading),
+                        heading_path: h.heading_path,
+                        passage: h.passage,
                         score: (f64::from(h.score) * 1000.0).round() / 1000.0,
-                        snippet: h.snippet.clone(),
                     })
                 })
                 .collect(),
         };
+        drop(idx);
         let mut text = String::new();
         if out.hits.is_empty() {
             text.push_str(
@@ -415,28 +289,12 @@ impl KbServer {
             );
         }
         for (i, h) in out.hits.iter().enumerate() {
-            let _ = writeln!(
-                text,
-                "{}. {} ({}) score {:.2}\n   {}",
-                i + 1,
-                h.title,
-                h.uri,
-                h.score,
-                h.snippet
-            );
+            render_hit(&mut text, i + 1, h);
         }
         Ok(ok(text.trim_end().to_string(), &out))
     }
 
-    #[tool(
-        description = "List notes in path order, optionally only those in a folder or with a tag. Pages with an opaque cursor.",
-        output_schema = schema_for_output::<ListOutput>(),
-        annotations(title = "List notes", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn list_notes(
-        &self,
-        Parameters(p): Parameters<ListParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    fn list_notes(&self, p: ListParams) -> Result<CallToolResult, ErrorData> {
         let limit = clamp_limit(p.limit, 50);
         let after = match p.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
             Some(c) => match decode_cursor(c) {
@@ -488,16 +346,8 @@ impl KbServer {
         Ok(ok(text, &out))
     }
 
-    #[tool(
-        description = "Read a note (by note:// URI, vault path, or note name/alias): frontmatter plus text. Use `section` for one heading's section, and `offset` to continue a long note.",
-        output_schema = schema_for_output::<ReadOutput>(),
-        annotations(title = "Read note", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn read_note(
-        &self,
-        Parameters(p): Parameters<ReadParams>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let (rel, uri, title) = {
+    fn read_note(&self, p: ReadParams) -> Result<CallToolResult, ErrorData> {
+        let (rel, uri, title, vault_name) = {
             let idx = self.read();
             let id = match self.resolve(&idx, &p.uri) {
                 Ok(id) => id,
@@ -506,7 +356,7 @@ impl KbServer {
             let Some(e) = idx.get(id) else {
                 return Ok(fail("That note was just removed."));
             };
-            (e.rel.clone(), e.uri(), e.title.clone())
+            (e.rel.clone(), e.uri(), e.title.clone(), idx.vault().name())
         };
         let text = match self.load(&rel) {
             Ok(t) => t,
@@ -514,14 +364,17 @@ impl KbServer {
         };
         let parsed = note::parse(&text);
         let body = text.get(parsed.body_start..).unwrap_or("");
-        let part = match p
+        let (part, heading) = match p
             .section
             .as_deref()
             .map(str::trim)
             .filter(|s| !s.is_empty())
         {
-            Some(name) => match note::section(body, &parsed.headings, name) {
-                Some(s) => s,
+            Some(name) => match note::find_section(&parsed.headings, name)
+                .and_then(|i| Some((note::section_at(body, &parsed.headings, i)?, i)))
+            {
+                // The link names the heading as written in the note, not as asked.
+                Some((s, i)) => (s, Some(parsed.headings[i].text.as_str())),
                 None => {
                     let mut msg =
                         String::from("No section with that heading. Headings in this note:");
@@ -534,7 +387,7 @@ impl KbServer {
                     return Ok(fail(msg));
                 }
             },
-            None => body,
+            None => (body, None),
         };
         let total = part.chars().count();
         let offset = p.offset.unwrap_or(0);
@@ -555,6 +408,7 @@ impl KbServer {
             content,
             next_offset,
             total_chars: total,
+            link: api::obsidian_link(&vault_name, &rel, heading),
         };
         let mut text = format!("# {} ({})\n", out.title, out.uri);
         if let Some(fm) = &out.frontmatter
@@ -576,15 +430,7 @@ impl KbServer {
         Ok(ok(text, &out))
     }
 
-    #[tool(
-        description = "Links of a note: outgoing links (wikilinks, embeds, markdown and frontmatter links; uri null when unresolved or not a note) and backlinks (notes linking to it).",
-        output_schema = schema_for_output::<LinksOutput>(),
-        annotations(title = "Get links", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn get_links(
-        &self,
-        Parameters(p): Parameters<LinksParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    fn get_links(&self, p: LinksParams) -> Result<CallToolResult, ErrorData> {
         let idx = self.read();
         let id = match self.resolve(&idx, &p.uri) {
             Ok(id) => id,
@@ -593,26 +439,24 @@ impl KbServer {
         let Some(e) = idx.get(id) else {
             return Ok(fail("That note was just removed."));
         };
-        let mut outgoing: Vec<OutgoingLink> = Vec::new();
-        for o in idx.outgoing(id) {
-            let uri = match o.target {
-                Target::Note(t) => idx.get(t).map(|n| n.uri()),
-                _ => None,
-            };
-            if !outgoing
-                .iter()
-                .any(|x| x.target == o.link.target && x.uri == uri)
-            {
-                outgoing.push(OutgoingLink {
-                    target: o.link.target,
-                    uri,
-                });
-            }
-        }
-        let backlinks: Vec<Backlink> = idx
-            .backlinks(id)
+        // Both lists are cut at MAX_LINKS (a note with 100,000 links once answered with 9 MB);
+        // the totals say how many there are.
+        let (shown, outgoing_total) = idx.outgoing_distinct(id, api::MAX_LINKS);
+        let outgoing: Vec<OutgoingLink> = shown
             .into_iter()
-            .filter_map(|b| {
+            .map(|o| OutgoingLink {
+                uri: match o.target {
+                    Target::Note(t) => idx.get(t).map(|n| n.uri()),
+                    _ => None,
+                },
+                target: o.link.target,
+            })
+            .collect();
+        let backlink_ids = idx.backlinks(id);
+        let backlinks: Vec<Backlink> = backlink_ids
+            .iter()
+            .take(api::MAX_LINKS)
+            .filter_map(|&b| {
                 idx.get(b).map(|n| Backlink {
                     uri: n.uri(),
                     title: n.title.clone(),
@@ -623,8 +467,21 @@ impl KbServer {
             uri: e.uri(),
             outgoing,
             backlinks,
+            outgoing_total,
+            backlinks_total: backlink_ids.len(),
         };
-        let mut text = format!("{}\noutgoing ({}):", out.uri, out.outgoing.len());
+        let count = |shown: usize, total: usize| {
+            if shown < total {
+                format!("{total}, the first {shown} shown")
+            } else {
+                total.to_string()
+            }
+        };
+        let mut text = format!(
+            "{}\noutgoing ({}):",
+            out.uri,
+            count(out.outgoing.len(), out.outgoing_total)
+        );
         for o in &out.outgoing {
             let _ = write!(
                 text,
@@ -633,22 +490,18 @@ impl KbServer {
                 o.uri.as_deref().unwrap_or("(unresolved or not a note)")
             );
         }
-        let _ = write!(text, "\nbacklinks ({}):", out.backlinks.len());
+        let _ = write!(
+            text,
+            "\nbacklinks ({}):",
+            count(out.backlinks.len(), out.backlinks_total)
+        );
         for b in &out.backlinks {
             let _ = write!(text, "\n- {}", b.uri);
         }
         Ok(ok(text, &out))
     }
 
-    #[tool(
-        description = "All tags in the vault (frontmatter and body, lowercase, nested with /) with how many notes carry each, most used first; optionally only those starting with a prefix.",
-        output_schema = schema_for_output::<TagsOutput>(),
-        annotations(title = "List tags", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn list_tags(
-        &self,
-        Parameters(p): Parameters<TagsParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    fn list_tags(&self, p: TagsParams) -> Result<CallToolResult, ErrorData> {
         let idx = self.read();
         let out = TagsOutput {
             tags: idx
@@ -665,15 +518,197 @@ impl KbServer {
     }
 }
 
+/// Appends one search hit for the model, compactly: a numbered line with the title, the heading
+/// path and the URI, then the passage, then a blank line. A first heading that only repeats
+/// the title (the usual `# Title`) is left out of the line.
+fn render_hit(text: &mut String, n: usize, h: &SearchHit) {
+    let _ = write!(text, "{n}. {}", h.title);
+    let repeats_title =
+        |s: &String| note::normalize_heading(s) == note::normalize_heading(&h.title);
+    let skip = usize::from(h.heading_path.first().is_some_and(repeats_title));
+    for heading in &h.heading_path[skip..] {
+        let _ = write!(text, " › {heading}");
+    }
+    let _ = writeln!(text, " ({})", h.uri);
+    if !h.passage.is_empty() {
+        let _ = writeln!(text, "{}", h.passage);
+    }
+    text.push('\n');
+}
+
+/// `schema` without the integer formats schemars writes for Rust types (`uint`, `uint32`,
+/// `uint64`, …): JSON Schema defines none of them, and validating clients (ajv in the MCP
+/// Inspector) warn about each on every listing. The `minimum: 0` beside them says the same.
+fn portable_schema(schema: &Map<String, Value>) -> Map<String, Value> {
+    let mut schema = schema.clone();
+    drop_rust_formats(&mut schema);
+    schema
+}
+
+fn drop_rust_formats(schema: &mut Map<String, Value>) {
+    let rust_only = |f: &str| f.starts_with("uint") || matches!(f, "int" | "int8" | "int16");
+    if schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(rust_only)
+    {
+        schema.remove("format");
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(sub) => drop_rust_formats(sub),
+            Value::Array(items) => items
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(drop_rust_formats),
+            _ => {}
+        }
+    }
+}
+
+impl KbServer {
+    /// Runs `work` on the blocking pool once one of the per-core slots is free. Waiting for a
+    /// slot costs no thread, so a flood of calls queues here while `ping` and cheap protocol
+    /// messages are answered at once. A panic in `work` becomes an internal error for that
+    /// call alone.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Tools) -> Result<T, ErrorData> + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let permit = self
+            .limit
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
+        let tools = self.tools.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&tools)
+        })
+        .await
+        .unwrap_or_else(|_| {
+            // Not the panic's message: it may name an absolute path.
+            tracing::error!("a request panicked; the server keeps serving");
+            Err(ErrorData::internal_error(
+                "the request failed unexpectedly; the server keeps serving",
+                None,
+            ))
+        })
+    }
+
+    /// [`Self::run`] for a tool: a missing vault folder is an `isError` result.
+    async fn run_tool(
+        &self,
+        work: impl FnOnce(&Tools) -> Result<CallToolResult, ErrorData> + Send + 'static,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run(move |t| match t.vault_missing() {
+            Some(why) => Ok(fail(why)),
+            None => work(t),
+        })
+        .await
+    }
+}
+
+#[tool_router]
+impl KbServer {
+    /// Creates a server over a shared index.
+    pub fn new(index: SharedIndex) -> Self {
+        let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            let tool = &mut route.attr;
+            tool.input_schema = Arc::new(portable_schema(&tool.input_schema));
+            if let Some(output) = &tool.output_schema {
+                tool.output_schema = Some(Arc::new(portable_schema(output)));
+            }
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let root = Arc::from(
+            index
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .vault()
+                .root(),
+        );
+        Self {
+            tools: Tools { index, root },
+            limit: Arc::new(Semaphore::new(cores)),
+            tool_router,
+        }
+    }
+
+    #[tool(
+        description = "Full-text search over the vault's notes (titles, aliases, headings, tags, text). Accepts keywords or a natural-language question. Returns the best notes, each with its passage that best matches: note URI, title, heading path, passage text, score and an obsidian:// link. Read more of a hit with read_note (its `section` takes the last heading of the path).",
+        output_schema = schema_for_output::<SearchOutput>(),
+        annotations(title = "Search notes", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn search_notes(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_tool(move |t| t.search_notes(p)).await
+    }
+
+    #[tool(
+        description = "List notes in path order, optionally only those in a folder or with a tag. Pages with an opaque cursor.",
+        output_schema = schema_for_output::<ListOutput>(),
+        annotations(title = "List notes", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_notes(
+        &self,
+        Parameters(p): Parameters<ListParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_tool(move |t| t.list_notes(p)).await
+    }
+
+    #[tool(
+        description = "Read a note (by note:// URI, vault path, or note name/alias): frontmatter plus text and an obsidian:// link. Use `section` (a heading, e.g. the last one of a search hit's heading path) to read just that section, and `offset` to continue a long note.",
+        output_schema = schema_for_output::<ReadOutput>(),
+        annotations(title = "Read note", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn read_note(
+        &self,
+        Parameters(p): Parameters<ReadParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_tool(move |t| t.read_note(p)).await
+    }
+
+    #[tool(
+        description = "Links of a note: outgoing links (wikilinks, embeds, markdown and frontmatter links; uri null when unresolved or not a note) and backlinks (notes linking to it). Each list holds at most 500 entries; outgoing_total and backlinks_total give the full counts.",
+        output_schema = schema_for_output::<LinksOutput>(),
+        annotations(title = "Get links", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn get_links(
+        &self,
+        Parameters(p): Parameters<LinksParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_tool(move |t| t.get_links(p)).await
+    }
+
+    #[tool(
+        description = "All tags in the vault (frontmatter and body, lowercase, nested with /) with how many notes carry each, most used first; optionally only those starting with a prefix.",
+        output_schema = schema_for_output::<TagsOutput>(),
+        annotations(title = "List tags", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_tags(
+        &self,
+        Parameters(p): Parameters<TagsParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.run_tool(move |t| t.list_tags(p)).await
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for KbServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("obsidian-kb", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "Read-only access to one Obsidian vault. Start with search_notes (keywords or a question), \
-                 then read_note on a hit's uri. Notes are named note://<vault path without .md>; names and \
-                 aliases work too. get_links shows links and backlinks; list_tags and list_notes browse.",
+                "Read-only access to one Obsidian vault. Start with search_notes (keywords or a question): \
+                 each hit is a note's best-matching passage (note URI, title, heading path, passage text, \
+                 score, obsidian:// link). For more, read_note on a hit's uri, with `section` set to a \
+                 heading to read just that section. Notes are named note://<vault path without .md>; names \
+                 and aliases work too. get_links shows links and backlinks; list_tags and list_notes browse.",
             )
     }
 
@@ -689,21 +724,27 @@ impl ServerHandler for KbServer {
             ),
             None => None,
         };
-        let idx = self.read();
-        let (ids, next) = idx.list(None, None, after.as_ref(), RESOURCE_PAGE);
-        let resources = ids
-            .iter()
-            .filter_map(|id| idx.get(*id))
-            .map(|e| {
-                Resource::new(e.resource_uri(), e.key.clone())
-                    .with_title(e.title.clone())
-                    .with_mime_type("text/markdown")
-                    .with_size(e.bytes)
-            })
-            .collect();
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next.as_ref().map(encode_cursor);
-        Ok(result)
+        self.run(move |t| {
+            if let Some(why) = t.vault_missing() {
+                return Err(ErrorData::internal_error(why, None));
+            }
+            let idx = t.read();
+            let (ids, next) = idx.list(None, None, after.as_ref(), RESOURCE_PAGE);
+            let resources = ids
+                .iter()
+                .filter_map(|id| idx.get(*id))
+                .map(|e| {
+                    Resource::new(e.resource_uri(), e.key.clone())
+                        .with_title(e.title.clone())
+                        .with_mime_type("text/markdown")
+                        .with_size(e.bytes)
+                })
+                .collect();
+            let mut result = ListResourcesResult::with_all_items(resources);
+            result.next_cursor = next.as_ref().map(encode_cursor);
+            Ok(result)
+        })
+        .await
     }
 
     async fn list_resource_templates(
@@ -726,22 +767,28 @@ impl ServerHandler for KbServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let (rel, uri) = {
-            let idx = self.read();
-            let id = self
-                .resolve(&idx, &request.uri)
+        self.run(move |t| {
+            if let Some(why) = t.vault_missing() {
+                return Err(ErrorData::internal_error(why, None));
+            }
+            let (rel, uri) = {
+                let idx = t.read();
+                let id = t
+                    .resolve(&idx, &request.uri)
+                    .map_err(|e| ErrorData::resource_not_found(e, None))?;
+                let e = idx
+                    .get(id)
+                    .ok_or_else(|| ErrorData::resource_not_found("note was just removed", None))?;
+                (e.rel.clone(), e.resource_uri())
+            };
+            let text = t
+                .load(&rel)
                 .map_err(|e| ErrorData::resource_not_found(e, None))?;
-            let e = idx
-                .get(id)
-                .ok_or_else(|| ErrorData::resource_not_found("note was just removed", None))?;
-            (e.rel.clone(), e.resource_uri())
-        };
-        let text = self
-            .load(&rel)
-            .map_err(|e| ErrorData::resource_not_found(e, None))?;
-        Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(text, uri).with_mime_type("text/markdown"),
-        ])
-        .into())
+            Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type("text/markdown"),
+            ])
+            .into())
+        })
+        .await
     }
 }

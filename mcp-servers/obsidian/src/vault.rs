@@ -9,13 +9,37 @@
 //! folders) is a note under the link's own path; a symlink whose target leaves the vault is
 //! skipped; symlinked *directories* are never descended (avoids loops and duplicate notes).
 
-use std::fs::{File, Metadata};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
 /// Largest note file that is read; anything bigger is skipped (notes are text, not data dumps).
 pub const MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Platform constants the standard library does not name (the workspace denies `unsafe` and
+/// takes no `libc` for two numbers).
+mod sys {
+    /// `O_NONBLOCK`: opening a named pipe for reading without it waits for a writer, forever.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub const O_NONBLOCK: i32 = 0o4000;
+    /// `O_NONBLOCK`: opening a named pipe for reading without it waits for a writer, forever.
+    #[cfg(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ))]
+    pub const O_NONBLOCK: i32 = 0x4;
+    /// `ELOOP`: too many levels of symbolic links.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub const ELOOP: i32 = 40;
+    /// `ELOOP`: too many levels of symbolic links.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub const ELOOP: i32 = 62;
+}
 
 /// Why a file could not be read or was left out of the index. Messages carry vault-relative
 /// paths only.
@@ -27,9 +51,14 @@ pub enum VaultError {
     /// The file resolves outside the vault or into a hidden folder.
     #[error("`{0}` is outside the vault")]
     Outside(String),
-    /// The file looks binary (contains NUL bytes).
+    /// The file looks binary: NUL bytes, or too many control characters and invalid UTF-8
+    /// sequences for text (see [`looks_binary`]).
     #[error("`{0}` is not a text file")]
     Binary(String),
+    /// The path is not a regular file (a named pipe, socket or device put where a note was):
+    /// reading one could block forever, so it is never opened for reading.
+    #[error("`{0}` is not a regular file")]
+    NotAFile(String),
     /// The file is larger than [`MAX_NOTE_BYTES`].
     #[error("`{0}` is too large ({1} bytes)")]
     TooLarge(String, u64),
@@ -96,6 +125,15 @@ impl Vault {
         &self.root
     }
 
+    /// The vault's name as Obsidian knows it: the root folder's own name (never the path to
+    /// it), for `obsidian://` links; empty for a root without one (`/`).
+    pub fn name(&self) -> String {
+        self.root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// Turns an absolute path under the root into a vault-relative `/`-separated string;
     /// `None` for paths outside the root or with non-UTF-8 components.
     pub fn rel_of(&self, path: &Path) -> Option<String> {
@@ -132,9 +170,17 @@ impl Vault {
         for entry in walker {
             let entry = match entry {
                 Ok(e) => e,
-                Err(_) => {
+                Err(e) => {
+                    // Name it vault-relative (lossily), never absolute; the root itself is ".".
+                    let name = match e.path().map(|p| p.strip_prefix(root)) {
+                        Some(Ok(p)) if p.as_os_str().is_empty() => ".".to_string(),
+                        Some(Ok(p)) => p.to_string_lossy().into_owned(),
+                        _ => "(an entry outside the listing)".to_string(),
+                    };
+                    // walkdir reports a folder it cannot list after yielding the folder itself.
+                    let is_dir = e.path().is_some_and(|p| p.is_dir());
                     out.skipped
-                        .push(("(unreadable entry)".into(), "unreadable"));
+                        .push((name, unreadable_reason(e.io_error(), is_dir)));
                     continue;
                 }
             };
@@ -170,8 +216,16 @@ impl Vault {
                             continue;
                         }
                     },
-                    Err(_) => {
+                    Err(CheckError::Outside) => {
                         out.skipped.push((rel, "symlink leaves the vault"));
+                        continue;
+                    }
+                    Err(CheckError::Unresolvable(e)) => {
+                        let why = match e.kind() {
+                            std::io::ErrorKind::NotFound => "dangling symlink",
+                            _ => unreadable_reason(Some(&e), false),
+                        };
+                        out.skipped.push((rel, why));
                         continue;
                     }
                 }
@@ -196,6 +250,24 @@ impl Vault {
         out
     }
 
+    /// Whether the folder holding `rel` is a real folder of the vault, reached without a
+    /// symlink (watcher events name paths as they were watched; a path that now runs through a
+    /// symlink must not be followed). `None` when that folder does not exist (any more).
+    pub fn parent_is_real(&self, rel: &str) -> Option<bool> {
+        let abs = self.root.join(rel);
+        let parent = abs.parent()?;
+        // The root is canonical, so a parent without symlinks canonicalises to itself.
+        parent.canonicalize().ok().map(|c| c == parent)
+    }
+
+    /// Whether `rel` is a file the walk would list (an attachment or a note): a regular file,
+    /// or an in-vault symlink to one.
+    pub fn is_listed_file(&self, rel: &str) -> bool {
+        self.checked_path(rel)
+            .and_then(|p| std::fs::metadata(p).map_err(|e| io_err(rel, e)))
+            .is_ok_and(|m| m.is_file())
+    }
+
     /// Stats one vault-relative note path (following an in-vault symlink).
     pub fn stat(&self, rel: &str) -> Result<FoundFile, VaultError> {
         let path = self.checked_path(rel)?;
@@ -207,13 +279,19 @@ impl Vault {
     }
 
     /// Reads a note as text. `rel` must be vault-relative with `/` separators; the resolved file
-    /// must lie inside the vault. Invalid UTF-8 is decoded lossily; NUL bytes mean binary.
+    /// must lie inside the vault and be a regular file (a pipe is refused without waiting on
+    /// it). A little invalid UTF-8 is decoded lossily; a binary file is refused.
     pub fn read_note(&self, rel: &str) -> Result<String, VaultError> {
         let path = self.checked_path(rel)?;
-        let file = File::open(&path).map_err(|e| io_err(rel, e))?;
+        let file = open_read_only(&path).map_err(|e| io_err(rel, e))?;
+        // Checked on the opened file, not the path: the file may have been swapped meanwhile.
         let meta = file.metadata().map_err(|e| io_err(rel, e))?;
         if !meta.is_file() {
-            return Err(VaultError::Gone(rel.into()));
+            return Err(if meta.is_dir() {
+                VaultError::Gone(rel.into())
+            } else {
+                VaultError::NotAFile(rel.into())
+            });
         }
         if meta.len() > MAX_NOTE_BYTES {
             return Err(VaultError::TooLarge(rel.into(), meta.len()));
@@ -222,7 +300,7 @@ impl Vault {
         file.take(MAX_NOTE_BYTES)
             .read_to_end(&mut buf)
             .map_err(|e| io_err(rel, e))?;
-        if buf.contains(&0) {
+        if looks_binary(&buf) {
             return Err(VaultError::Binary(rel.into()));
         }
         Ok(match String::from_utf8(buf) {
@@ -245,7 +323,7 @@ impl Vault {
             }
         }
         let canonical = self.check_inside(&path).map_err(|e| match e {
-            CheckError::Missing => VaultError::Gone(rel.into()),
+            CheckError::Unresolvable(e) => io_err(rel, e),
             CheckError::Outside => VaultError::Outside(rel.into()),
         })?;
         Ok(canonical)
@@ -253,7 +331,7 @@ impl Vault {
 
     /// Canonicalises `path` and checks that it lies inside the root and not in a hidden folder.
     fn check_inside(&self, path: &Path) -> Result<PathBuf, CheckError> {
-        let canonical = path.canonicalize().map_err(|_| CheckError::Missing)?;
+        let canonical = path.canonicalize().map_err(CheckError::Unresolvable)?;
         // Path::starts_with compares whole components: /vault does not prefix /vault-secret.
         if !canonical.starts_with(&self.root) || canonical == self.root {
             return Err(CheckError::Outside);
@@ -272,7 +350,9 @@ impl Vault {
 }
 
 enum CheckError {
-    Missing,
+    /// Resolving failed: missing, a symlink loop, a path too long, no permission.
+    Unresolvable(std::io::Error),
+    /// It resolves outside the root or into a hidden folder.
     Outside,
 }
 
@@ -289,6 +369,69 @@ fn io_err(rel: &str, e: std::io::Error) -> VaultError {
         VaultError::Gone(rel.into())
     } else {
         VaultError::Io(rel.into(), e.kind())
+    }
+}
+
+/// Opens a file for reading only, without blocking in `open` when it turns out to be a named
+/// pipe (a note can be replaced by one between the index and the read). On a regular file
+/// `O_NONBLOCK` changes nothing.
+fn open_read_only(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ))]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(sys::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// Whether file contents look binary rather than like a note: any NUL byte, more than one
+/// byte in fifty a control character (other than tab, newlines, form feed and escape), or more
+/// than three bytes in ten outside valid UTF-8. Text in a legacy 8-bit encoding has no control
+/// characters and an invalid byte per accented letter (well under three in ten), so it stays a
+/// note, decoded lossily; compressed or executable data, with or without NUL bytes, has about
+/// one control character in ten and half its bytes invalid.
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    if bytes.contains(&0) {
+        return true;
+    }
+    let (mut control, mut invalid) = (0usize, 0usize);
+    for chunk in bytes.utf8_chunks() {
+        invalid += chunk.invalid().len();
+        control += chunk
+            .valid()
+            .bytes()
+            .filter(|&b| {
+                (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f
+            })
+            .count();
+    }
+    control * 50 > bytes.len() || invalid * 10 > bytes.len() * 3
+}
+
+/// Why a walked entry could not be read, for the skipped list (never the error's own text,
+/// which may hold an absolute path).
+fn unreadable_reason(e: Option<&std::io::Error>, is_dir: bool) -> &'static str {
+    match e.map(std::io::Error::kind) {
+        Some(std::io::ErrorKind::PermissionDenied) if is_dir => {
+            "folder not readable (permission denied)"
+        }
+        Some(std::io::ErrorKind::PermissionDenied) => "not readable (permission denied)",
+        Some(std::io::ErrorKind::InvalidFilename) => "path too long",
+        Some(std::io::ErrorKind::NotFound) => "vanished while listing",
+        _ if e.and_then(std::io::Error::raw_os_error) == Some(sys::ELOOP) => "symlink loop",
+        _ if is_dir => "folder not readable",
+        _ => "not readable",
     }
 }
 
@@ -342,6 +485,25 @@ mod tests {
     }
 
     #[test]
+    fn name_is_the_real_folder_name_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = dir.path().join("My Vault");
+        std::fs::create_dir_all(vault.join("sub")).unwrap();
+        assert_eq!(
+            Vault::open(&vault.join("sub/..")).unwrap().name(),
+            "My Vault"
+        );
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&vault, dir.path().join("link")).unwrap();
+            assert_eq!(
+                Vault::open(&dir.path().join("link")).unwrap().name(),
+                "My Vault"
+            );
+        }
+    }
+
+    #[test]
     fn prefix_is_by_component() {
         let dir = tempfile::tempdir().unwrap();
         let vault = dir.path().join("vault");
@@ -354,5 +516,123 @@ mod tests {
         assert_eq!(v.read_note("a.md").unwrap(), "hello");
         assert!(v.read_note("../vault-secret/s.md").is_err());
         assert!(v.read_note("/etc/passwd").is_err());
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod hostile_files {
+    use super::*;
+
+    fn vault() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("v");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("ok.md"), "# Ok\n").unwrap();
+        (dir, root)
+    }
+
+    fn skipped(v: &Vault) -> Vec<(String, &'static str)> {
+        v.walk().skipped
+    }
+
+    #[test]
+    fn a_pipe_in_place_of_a_note_is_refused_without_waiting_for_a_writer() {
+        let (_dir, root) = vault();
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join("pipe.md"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let v = Vault::open(&root).unwrap();
+        // On a thread, so that a regression fails here instead of hanging the suite.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(v.read_note("pipe.md")).unwrap());
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("read_note blocked on a named pipe");
+        assert!(matches!(got, Err(VaultError::NotAFile(_))), "{got:?}");
+        assert_eq!(
+            got.unwrap_err().to_string(),
+            "`pipe.md` is not a regular file"
+        );
+    }
+
+    #[test]
+    fn symlink_loops_and_dangling_links_are_named_for_what_they_are() {
+        let (dir, root) = vault();
+        std::os::unix::fs::symlink("b.md", root.join("a.md")).unwrap();
+        std::os::unix::fs::symlink("a.md", root.join("b.md")).unwrap();
+        std::os::unix::fs::symlink("nowhere.md", root.join("dangling.md")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("out")).unwrap();
+        let v = Vault::open(&root).unwrap();
+        let s = skipped(&v);
+        assert!(s.contains(&("a.md".into(), "symlink loop")), "{s:?}");
+        assert!(s.contains(&("b.md".into(), "symlink loop")), "{s:?}");
+        assert!(
+            s.contains(&("dangling.md".into(), "dangling symlink")),
+            "{s:?}"
+        );
+        assert!(
+            s.contains(&("out".into(), "symlink leaves the vault")),
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn an_over_long_path_is_skipped_under_its_vault_relative_name() {
+        let (_dir, root) = vault();
+        // 25 nested folders of 200 characters: well past PATH_MAX (4096), made with relative
+        // steps (an absolute mkdir that long fails).
+        let seg = "d".repeat(200);
+        let script = format!(
+            "for i in $(seq 25); do mkdir {seg} && cd -P {seg} || exit 1; done; echo deep > n.md"
+        );
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(&root)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let v = Vault::open(&root).unwrap();
+        let s = skipped(&v);
+        let long: Vec<_> = s
+            .iter()
+            .filter(|(_, why)| *why == "path too long")
+            .collect();
+        assert!(!long.is_empty(), "{s:?}");
+        for (name, _) in long {
+            assert!(name.starts_with(&format!("{seg}/{seg}/")), "{name}");
+            assert!(!name.contains(&*root.to_string_lossy()));
+        }
+        assert!(!s.iter().any(|(n, _)| n.contains("unreadable entry")));
+    }
+
+    #[test]
+    fn binary_files_without_nul_bytes_are_not_notes_but_legacy_text_is() {
+        let (_dir, root) = vault();
+        // Bytes 1..=255 over and over: no NUL, mostly invalid UTF-8 and control characters.
+        let junk: Vec<u8> = (0..20_000u32).map(|i| (i % 255 + 1) as u8).collect();
+        std::fs::write(root.join("junk.md"), &junk).unwrap();
+        // Latin-1 French: an invalid byte every few words is still a note, decoded lossily.
+        let latin1: Vec<u8> = "Le caf\u{e9} est pr\u{ea}t, d\u{e9}j\u{e0} servi. "
+            .repeat(50)
+            .chars()
+            .map(|c| c as u32 as u8)
+            .collect();
+        std::fs::write(root.join("latin1.md"), &latin1).unwrap();
+        let v = Vault::open(&root).unwrap();
+        assert!(matches!(v.read_note("junk.md"), Err(VaultError::Binary(_))));
+        assert!(
+            v.read_note("latin1.md")
+                .unwrap()
+                .contains("Le caf\u{fffd} est")
+        );
+        assert!(looks_binary(b"\x00"));
+        assert!(looks_binary(b"\x01\x02\x03 text"));
+        assert!(!looks_binary(
+            "# Note\n\ttabbed \x1b[1m ansi \u{1f680}\r\n".as_bytes()
+        ));
+        assert!(!looks_binary(b""));
     }
 }

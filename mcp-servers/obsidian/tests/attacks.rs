@@ -136,6 +136,11 @@ fn check(fx: &Fixture, what: &str, s: &str) {
         "absolute path leaked via {what}: {s}"
     );
     assert!(!s.contains("/tmp/"), "absolute path leaked via {what}: {s}");
+    // obsidian:// links percent-encode their path: an absolute one would show as `%2Ftmp%2F`.
+    assert!(
+        !s.to_ascii_lowercase().contains("%2ftmp%2f"),
+        "absolute path leaked (encoded) via {what}: {s}"
+    );
 }
 
 #[tokio::test]

@@ -68,6 +68,9 @@ async def main(binary, vault, inspector):
                 assert not r.is_error, text_of(r)
                 hits = r.structured_content["hits"]
                 assert hits and hits[0]["uri"] == "note://Projects/Alpha", hits
+                # A hit is the note's best passage, under its heading path, with an Obsidian link.
+                assert "litres" in hits[0]["passage"] and hits[0]["heading_path"] == ["Alpha"], hits[0]
+                assert hits[0]["link"] == "obsidian://open?vault=vault&file=Projects%2FAlpha%23Alpha", hits[0]
                 assert "note://Projects/Alpha" in text_of(r)
                 r = await s.call_tool("search_notes", {"query": "東京タワー", "limit": 3})
                 assert r.structured_content["hits"][0]["uri"] == "note://日本語ノート"

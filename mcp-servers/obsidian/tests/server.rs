@@ -55,7 +55,8 @@ async fn search_ranks_and_filters() {
     .await;
     let hits = structured(&r)["hits"].clone();
     assert_eq!(hits[0]["uri"], "note://Projects/Alpha", "{hits}");
-    assert!(hits[0]["snippet"].as_str().unwrap().contains("litres"));
+    assert!(hits[0]["passage"].as_str().unwrap().contains("litres"));
+    assert_eq!(hits[0]["heading_path"], json!(["Alpha"]));
     assert!(text(&r).contains("note://Projects/Alpha"));
 
     // Title/alias matches weigh more than body mentions.
@@ -72,17 +73,18 @@ async fn search_ranks_and_filters() {
     let r = call(&c, "search_notes", json!({"query": "launching rockets"})).await;
     assert_eq!(structured(&r)["hits"][0]["uri"], "note://🚀 Launch");
 
-    // Broken YAML still has a searchable body; the 300 KB note too, snippet near the match.
+    // Broken YAML still has a searchable body; the 300 KB note too, its passage the match's.
     let r = call(&c, "search_notes", json!({"query": "zanzibar marmalade"})).await;
     assert_eq!(structured(&r)["hits"][0]["uri"], "note://Broken YAML");
     let r = call(&c, "search_notes", json!({"query": "quokka"})).await;
     let hit = structured(&r)["hits"][0].clone();
     assert_eq!(hit["uri"], "note://Big Note");
-    let snip = hit["snippet"].as_str().unwrap();
+    let passage = hit["passage"].as_str().unwrap();
     assert!(
-        snip.contains("quokka") && snip.chars().count() <= 210,
-        "{snip}"
+        passage.contains("quokka") && passage.chars().count() <= obsidian_kb::api::PASSAGE_CHARS,
+        "{passage}"
     );
+    assert_eq!(hit["heading_path"], json!(["Big Note"]));
 
     // Filters and limits (limit as a string is forgiven).
     let r = call(
@@ -503,6 +505,152 @@ async fn resources_list_read_and_template() {
     c.cancel().await.unwrap();
 }
 
+/// A vault of its own (the shared fixture's note counts stay as they are): a folder name and
+/// a note name that need percent-encoding, nested sections, a long section, many small notes.
+fn passage_vault() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("My Vault");
+    std::fs::create_dir_all(vault.join("Recipes")).unwrap();
+    std::fs::create_dir_all(vault.join("Filler")).unwrap();
+    std::fs::write(
+        vault.join("Recipes/Bread & Butter.md"),
+        "---\ntags: [food]\n---\n# Bread & Butter\n\nNotes on baking at home.\n\n\
+         ## Sourdough\n\n### Starter\nFeed the starter with rye flour every morning; it doubles \
+         in six hours.\n\n### Baking\nBake at 250 °C in a Dutch oven for 20 minutes with the lid \
+         on, then 25 minutes without.\n\n## Butter\nChurn cream until the buttermilk separates.\n",
+    )
+    .unwrap();
+    let mut long = String::from("# Logbook\n\n## Voyage\n\n");
+    for i in 0..40 {
+        let extra = if i == 27 {
+            " Today the crew finally reached the zeppelin hangar at dawn."
+        } else {
+            ""
+        };
+        long.push_str(&format!(
+            "Entry {i}: the ship sailed on under a grey sky and calm seas, and the log was \
+             kept as every day before.{extra}\n\n"
+        ));
+    }
+    std::fs::write(vault.join("Logbook.md"), long).unwrap();
+    for i in 0..60 {
+        std::fs::write(
+            vault.join(format!("Filler/Filler {i:02}.md")),
+            format!("Filler note {i} about marmots.\n"),
+        )
+        .unwrap();
+    }
+    let stderr_log = dir.path().join("stderr.log");
+    Fixture {
+        dir,
+        vault,
+        stderr_log,
+    }
+}
+
+#[tokio::test]
+async fn search_returns_the_matching_section_with_its_heading_path_and_link() {
+    let fx = passage_vault();
+    let c = connect(&fx).await;
+    for (q, path, starts) in [
+        (
+            "how long should bread bake in the oven",
+            ["Bread & Butter", "Sourdough", "Baking"].as_slice(),
+            "Bake at 250 °C",
+        ),
+        (
+            "what flour feeds the starter",
+            &["Bread & Butter", "Sourdough", "Starter"],
+            "Feed the starter",
+        ),
+        (
+            "churning buttermilk",
+            &["Bread & Butter", "Butter"],
+            "Churn cream",
+        ),
+    ] {
+        let r = call(&c, "search_notes", json!({"query": q})).await;
+        let s = structured(&r);
+        let hit = &s["hits"][0];
+        assert_eq!(hit["uri"], "note://Recipes/Bread & Butter", "{q}: {hit}");
+        assert_eq!(hit["heading_path"], json!(path), "{q}: {hit}");
+        let passage = hit["passage"].as_str().unwrap();
+        assert!(
+            passage.starts_with(starts) && !passage.contains('#'),
+            "{q}: {passage}"
+        );
+        assert_eq!(s["hits"].as_array().unwrap().len(), 1, "one hit per note");
+    }
+
+    // The link: vault folder name and note path percent-encoded, `/` too, at the heading.
+    let r = call(&c, "search_notes", json!({"query": "Dutch oven"})).await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(
+        hit["link"],
+        "obsidian://open?vault=My%20Vault&file=Recipes%2FBread%20%26%20Butter%23Baking"
+    );
+    // The text for the model: numbered, title then the path (the `# Title` heading not
+    // repeated), the URI, then the passage.
+    assert!(
+        text(&r).starts_with(
+            "1. Bread & Butter › Sourdough › Baking (note://Recipes/Bread & Butter)\nBake at 250 °C"
+        ),
+        "{}",
+        text(&r)
+    );
+
+    // A long section: the part holding the answer, within the cap, under the section's path.
+    let r = call(&c, "search_notes", json!({"query": "zeppelin hangar"})).await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["heading_path"], json!(["Logbook", "Voyage"]));
+    let passage = hit["passage"].as_str().unwrap();
+    assert!(
+        passage.contains("zeppelin hangar")
+            && passage.chars().count() <= obsidian_kb::api::PASSAGE_CHARS
+            && passage.starts_with("Entry "),
+        "{passage}"
+    );
+    assert_eq!(
+        hit["link"],
+        "obsidian://open?vault=My%20Vault&file=Logbook%23Voyage"
+    );
+
+    // Hits are separated by a blank line; the limit is clamped to 1..=50.
+    let r = call(&c, "search_notes", json!({"query": "marmots", "limit": 3})).await;
+    assert_eq!(text(&r).matches("\n\n").count(), 2, "{}", text(&r));
+    assert!(text(&r).contains("\nFiller note"), "{}", text(&r));
+    let r = call(
+        &c,
+        "search_notes",
+        json!({"query": "marmots", "limit": 500}),
+    )
+    .await;
+    assert_eq!(structured(&r)["hits"].as_array().unwrap().len(), 50);
+    let r = call(&c, "search_notes", json!({"query": "marmots", "limit": 0})).await;
+    assert_eq!(structured(&r)["hits"].as_array().unwrap().len(), 1);
+
+    // read_note links to the note, or to the section's heading as written in the note.
+    let s = structured(&call(&c, "read_note", json!({"uri": "Bread & Butter"})).await);
+    assert_eq!(
+        s["link"],
+        "obsidian://open?vault=My%20Vault&file=Recipes%2FBread%20%26%20Butter"
+    );
+    let s = structured(
+        &call(
+            &c,
+            "read_note",
+            json!({"uri": "Bread & Butter", "section": "## baking"}),
+        )
+        .await,
+    );
+    assert!(s["content"].as_str().unwrap().starts_with("### Baking"));
+    assert_eq!(
+        s["link"],
+        "obsidian://open?vault=My%20Vault&file=Recipes%2FBread%20%26%20Butter%23Baking"
+    );
+    c.cancel().await.unwrap();
+}
+
 async fn eventually(c: &Client, query: &str, want: Option<&str>) -> bool {
     for _ in 0..60 {
         let s = structured(&call(c, "search_notes", json!({"query": query})).await);
@@ -619,6 +767,25 @@ async fn sample_vault_answers_demo_questions() {
         let s = structured(&call(&c, "search_notes", json!({"query": q, "limit": 3})).await);
         assert_eq!(s["hits"][0]["uri"], want, "{q}: {}", s["hits"]);
     }
+    // The answer sits in one section of a multi-section note: that section's passage.
+    let s = structured(
+        &call(
+            &c,
+            "search_notes",
+            json!({"query": "where does the calvin cycle happen"}),
+        )
+        .await,
+    );
+    let hit = &s["hits"][0];
+    assert_eq!(
+        hit["heading_path"],
+        json!(["Photosynthesis", "Calvin cycle"])
+    );
+    assert!(hit["passage"].as_str().unwrap().contains("stroma"), "{hit}");
+    assert_eq!(
+        hit["link"],
+        "obsidian://open?vault=sample-vault&file=Processes%2FPhotosynthesis%23Calvin%20cycle"
+    );
     let s = structured(&call(&c, "list_notes", json!({})).await);
     assert_eq!(s["notes"].as_array().unwrap().len(), 12);
     c.cancel().await.unwrap();

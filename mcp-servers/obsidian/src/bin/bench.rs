@@ -1,8 +1,28 @@
-//! `obsidian-kb-bench VAULT`: cold index time, search latency (p50/p99 over a fixed query
-//! list) and peak RSS for one vault. A measuring tool, not a test.
+//! Measuring commands for `obsidian-kb`, not tests:
+//!
+//! - `obsidian-kb-bench VAULT`: cold index time, search latency (p50/p99 over a fixed query
+//!   list) and peak RSS for one vault, in process.
+//! - `obsidian-kb-bench make-hub-vault DIR [NOTES]`: writes a synthetic vault of NOTES notes
+//!   (default 10,000) that all link to one `Hub` note, for the flood below.
+//! - `obsidian-kb-bench flood VAULT [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]`:
+//!   starts the real server over stdio, sends N (default 200) concurrent `tools/call` requests
+//!   (`get_links` on NOTE, default `Hub`) and meanwhile measures `ping` round trips, one at a
+//!   time. `get_links` scans every note's links for backlinks: `--note "Note 5"` costs as much
+//!   as `Hub` with a small reply, to see the scheduling alone.
+//! - `obsidian-kb-bench startup VAULT [--server BIN] [--runs N]`: time from starting the server
+//!   to its answer to `initialize` (the index is built and the watcher set up by then).
+//!
+//! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
+//! before a change) can be measured with the same client.
 #![allow(clippy::print_stdout)]
 
-use std::time::Instant;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
 
 const QUERIES: &[&str] = &[
     "project",
@@ -53,11 +73,24 @@ fn peak_rss_kb() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
+       obsidian-kb-bench make-hub-vault DIR [NOTES]
+       obsidian-kb-bench flood VAULT_DIR [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]
+       obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]";
+
 fn main() -> anyhow::Result<()> {
-    let Some(dir) = std::env::args_os().nth(1) else {
-        anyhow::bail!("usage: obsidian-kb-bench VAULT_DIR");
-    };
-    let vault = obsidian_kb::Vault::open(std::path::Path::new(&dir))?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => anyhow::bail!("{USAGE}"),
+        Some("make-hub-vault") => make_hub_vault(&args[1..]),
+        Some("flood") => flood(&args[1..]),
+        Some("startup") => startup(&args[1..]),
+        Some(dir) => index_and_search(Path::new(dir)),
+    }
+}
+
+fn index_and_search(dir: &Path) -> anyhow::Result<()> {
+    let vault = obsidian_kb::Vault::open(dir)?;
     let t0 = Instant::now();
     let (index, stats) = obsidian_kb::VaultIndex::build(vault);
     let cold = t0.elapsed();
@@ -94,7 +127,7 @@ fn main() -> anyhow::Result<()> {
         (stats.elapsed - stats.parse_elapsed).as_secs_f64() * 1000.0
     );
     println!(
-        "search ({} queries x 19 rounds, limit 5, with snippets): p50 {:.3} ms, p99 {:.3} ms, {} hits/round",
+        "search ({} queries x 19 rounds, limit 5, with passages): p50 {:.3} ms, p99 {:.3} ms, {} hits/round",
         QUERIES.len(),
         pct(0.5).as_secs_f64() * 1000.0,
         pct(0.99).as_secs_f64() * 1000.0,
@@ -104,5 +137,268 @@ fn main() -> anyhow::Result<()> {
         Some(kb) => println!("peak RSS: {:.1} MB", kb as f64 / 1024.0),
         None => println!("peak RSS: unavailable"),
     }
+    Ok(())
+}
+
+/// The value after `--name` in `args`, if given.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// A deterministic pseudo-random stream (xorshift), so generated vaults are the same each run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+const WORDS: &[&str] = &[
+    "river", "garden", "project", "meeting", "review", "lantern", "harvest", "design", "notes",
+    "journal", "recipe", "travel", "budget", "theory", "history", "music", "reading", "habit",
+    "goal", "plan", "idea", "question", "answer", "summary", "draft", "outline", "chapter",
+    "method", "result", "source", "quote", "people", "place", "season", "weather", "garden",
+];
+
+/// `DIR` with `NOTES` notes in 40 folders, each a few paragraphs long and linking to `Hub` and
+/// five other notes; `Hub` links to the first 1,000.
+fn make_hub_vault(args: &[String]) -> anyhow::Result<()> {
+    let Some(dir) = args.first() else {
+        anyhow::bail!("{USAGE}");
+    };
+    let notes: usize = args.get(1).map_or(Ok(10_000), |n| n.parse())?;
+    let dir = Path::new(dir);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut bytes = 0;
+    for n in 0..notes {
+        let folder = dir.join(format!("F{:02}", n % 40));
+        std::fs::create_dir_all(&folder)?;
+        let mut text = format!("# Note {n}\n\nPart of [[Hub]].\n\n");
+        for _ in 0..3 {
+            for _ in 0..60 {
+                text.push_str(WORDS[rng.next(WORDS.len())]);
+                text.push(' ');
+            }
+            text.push_str(&format!("See [[Note {}]].\n\n", rng.next(notes)));
+        }
+        text.push_str(&format!(
+            "Related: [[Note {}]], [[Note {}]].\n",
+            rng.next(notes),
+            rng.next(notes)
+        ));
+        bytes += text.len();
+        std::fs::write(folder.join(format!("Note {n}.md")), text)?;
+    }
+    let mut hub = String::from("# Hub\n\n");
+    for n in 0..notes.min(1000) {
+        hub.push_str(&format!("- [[Note {n}]]\n"));
+    }
+    std::fs::write(dir.join("Hub.md"), hub)?;
+    println!(
+        "{} notes, {:.1} MB in {}",
+        notes + 1,
+        bytes as f64 / 1e6,
+        dir.display()
+    );
+    Ok(())
+}
+
+/// The `obsidian-kb` to measure: `--server`, else the one built next to this binary.
+fn server_bin(args: &[String]) -> anyhow::Result<PathBuf> {
+    if let Some(b) = flag(args, "--server") {
+        return Ok(PathBuf::from(b));
+    }
+    let me = std::env::current_exe()?;
+    Ok(me.with_file_name("obsidian-kb"))
+}
+
+/// A server started over stdio, its replies read by a thread as (id, arrival time).
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<(Value, Instant)>,
+}
+
+impl Server {
+    fn start(bin: &Path, vault: &str) -> anyhow::Result<Self> {
+        let mut child = Command::new(bin)
+            .arg("--vault")
+            .arg(vault)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, replies) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let at = Instant::now();
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if tx.send((v["id"].clone(), at)).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            replies,
+        })
+    }
+
+    fn send(&mut self, msg: &Value) -> anyhow::Result<()> {
+        writeln!(self.stdin, "{msg}")?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Waits for the reply to `id`; calls `other` for every other reply meanwhile.
+    fn wait_for(&self, id: &Value, mut other: impl FnMut(&Value)) -> anyhow::Result<Instant> {
+        loop {
+            match self.replies.recv_timeout(Duration::from_secs(600)) {
+                Ok((got, at)) if &got == id => return Ok(at),
+                Ok((got, _)) => other(&got),
+                Err(RecvTimeoutError::Timeout) => anyhow::bail!("no reply to {id} in 10 minutes"),
+                Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server exited"),
+            }
+        }
+    }
+
+    /// `initialize` then `notifications/initialized`; returns when the answer arrived.
+    fn initialize(&mut self) -> anyhow::Result<Instant> {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "obsidian-kb-bench", "version": "0"}}}),
+        )?;
+        let at = self.wait_for(&json!("init"), |_| {})?;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(at)
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// p-th percentile (nearest rank) of sorted durations.
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn flood(args: &[String]) -> anyhow::Result<()> {
+    let Some(vault) = args.first() else {
+        anyhow::bail!("{USAGE}");
+    };
+    let bin = server_bin(args)?;
+    let requests: usize = flag(args, "--requests").map_or(Ok(200), str::parse)?;
+    let tool = flag(args, "--tool").unwrap_or("get_links");
+    let note = flag(args, "--note").unwrap_or("Hub");
+    let queries = [
+        "garden river",
+        "project meeting review",
+        "what is the plan for the harvest",
+        "notes",
+    ];
+    let mut server = Server::start(&bin, vault)?;
+    server.initialize()?;
+    let mut batch = String::new();
+    for i in 0..requests {
+        let (name, arguments) = match (tool, i % 2) {
+            ("search_notes", _) | ("mixed", 1) => (
+                "search_notes",
+                json!({"query": queries[i % queries.len()], "limit": 10}),
+            ),
+            _ => ("get_links", json!({"uri": note})),
+        };
+        let msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        batch.push_str(&msg.to_string());
+        batch.push('\n');
+    }
+    let t0 = Instant::now();
+    server.stdin.write_all(batch.as_bytes())?;
+    server.stdin.flush()?;
+    let mut done = 0usize;
+    let mut last_reply = t0;
+    let mut pings = Vec::new();
+    let mut n = 0;
+    while done < requests {
+        let id = json!(format!("ping-{n}"));
+        n += 1;
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))?;
+        let sent = Instant::now();
+        let at = server.wait_for(&id, |_| {
+            done += 1;
+            last_reply = Instant::now();
+        })?;
+        pings.push(at - sent);
+        // Tool replies that arrived while the ping was answered.
+        while let Ok((_, at)) = server.replies.try_recv() {
+            done += 1;
+            last_reply = at;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let first = pings[0];
+    let mut sorted = pings.clone();
+    sorted.sort();
+    println!(
+        "server: {}\nflood: {requests} x {tool} answered in {:.0} ms; {} pings meanwhile: first {:.1} ms, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        bin.display(),
+        ms(last_reply - t0),
+        pings.len(),
+        ms(first),
+        ms(pct(&sorted, 0.5)),
+        ms(pct(&sorted, 0.99)),
+        ms(*sorted.last().expect("one ping at least"))
+    );
+    server.stop();
+    Ok(())
+}
+
+fn startup(args: &[String]) -> anyhow::Result<()> {
+    let Some(vault) = args.first() else {
+        anyhow::bail!("{USAGE}");
+    };
+    let bin = server_bin(args)?;
+    let runs: usize = flag(args, "--runs").map_or(Ok(3), str::parse)?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let mut server = Server::start(&bin, vault)?;
+        let at = server.initialize()?;
+        times.push(at - t0);
+        server.stop();
+    }
+    let mut sorted = times.clone();
+    sorted.sort();
+    println!(
+        "server: {}\nstartup to initialize reply over {runs} runs: median {:.0} ms ({})",
+        bin.display(),
+        ms(pct(&sorted, 0.5)),
+        times
+            .iter()
+            .map(|t| format!("{:.0}", ms(*t)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(())
 }
