@@ -1,10 +1,14 @@
-//! The agent loop: decide → call → decide … → answer.
+//! The agent loop: retrieve → decide → call → decide … → answer.
 //!
-//! Each decision step renders the conversation *with* tool schemas and generates under the tool
-//! grammar; calls are checked, approved, routed (independent calls run concurrently) and their
-//! results appended as one `ipython` message. When the model answers in text, the step cap is
-//! reached, or it repeats itself, the answer step renders the conversation *without* schemas
-//! and streams the answer. The notes cited are taken from actual tool results.
+//! With a vault server, a question starts with a search for the question as asked: its passages
+//! become numbered sources before the model decides anything, so even a small model answers
+//! from the notes. Each decision step then renders the conversation *with* tool schemas and
+//! generates under the tool grammar, whose note references can only be ones already seen;
+//! calls are checked, approved, routed (independent calls run concurrently) and their results
+//! appended as one `ipython` message. When the model answers in text, the step cap is reached,
+//! or it repeats itself, the answer step renders the conversation *without* schemas and streams
+//! the answer under a grammar that cannot open a call. Citations are the sources the answer
+//! names by number, never notes the model merely mentions.
 //!
 //! **Architecture invariant:** the agent is the one module that knows every stage; it talks to
 //! the model only through [`ChatModel`] and to tools only through [`ToolHost`].
@@ -21,18 +25,25 @@ use crate::engine::{
     ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
     StopReason,
 };
-use crate::grammar::ToolGrammar;
+use crate::grammar::{ROOT, ToolGrammar, ValueDomains, answer_grammar};
 use crate::mcp::{ToolHost, ToolRoute};
 use crate::parse::{Reply, ReplyStart, check_call, parse_reply, reply_start};
-use crate::prompt::{ChatTemplate, Message, PromptError};
-use crate::tool::{ToolCall, ToolOutput};
+use crate::prompt::{ChatTemplate, Message, PromptError, Role};
+use crate::sources::{Citation, Sources};
+use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+use crate::vault::VaultTools;
+
+use obsidian_kb::api;
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../prompts/agent/system.txt");
-const REPEATED_CALL: &str = include_str!("../prompts/agent/repeated_call.txt");
 
 /// Tokens kept free for a decision reply.
 const DECISION_TOKENS: usize = 256;
+/// Passages the opening search puts in front of the model.
+const RETRIEVED_PASSAGES: usize = 5;
+/// Characters of each source quoted when the model wrote no answer.
+const FALLBACK_QUOTE_CHARS: usize = 300;
 
 /// How the loop runs.
 #[derive(Debug, Clone)]
@@ -85,10 +96,10 @@ pub struct CallRecord {
     pub elapsed: Duration,
 }
 
-/// What one model generation did.
+/// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `decision` or `answer`.
+    /// `retrieve`, `decision` or `answer`.
     pub kind: &'static str,
     /// The raw model output.
     pub output: String,
@@ -98,25 +109,15 @@ pub struct StepRecord {
     pub stats: GenerationStats,
 }
 
-/// A note the answer drew on.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Citation {
-    /// The note's title.
-    pub title: String,
-    /// Its `note://` URI.
-    pub uri: String,
-}
-
 /// The outcome of one question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {
-    /// The answer text as streamed (empty when the answer step wrote a call instead).
+    /// The answer text as streamed.
     pub answer: String,
-    /// The answer step's reply when it was a tool call rather than an answer (small models do
-    /// this): not shown as the answer, since no tool runs after the answer step.
-    pub withheld: Option<String>,
-    /// Notes read through tools (or, when none was read, the notes whose search snippets the
-    /// model saw), in the order first seen.
+    /// True when the model wrote nothing and the answer is the best sources quoted instead.
+    pub fallback: bool,
+    /// The sources the answer cites by number; when it cites none, every source it was given,
+    /// marked uncited.
     pub citations: Vec<Citation>,
     /// Every generation, in order.
     pub steps: Vec<StepRecord>,
@@ -193,32 +194,39 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             conversation.push(Message::system(SYSTEM_PROMPT.trim()));
         }
         conversation.push(Message::user(question));
-        let tools = self.host.tools();
-        let grammar = (self.options.grammar)
-            .then(|| ToolGrammar::new(&tools))
-            .flatten();
-        let lazy = grammar.as_ref().map(|g| Constraint {
-            gbnf: g.gbnf.clone(),
-            root: g.root.to_string(),
-            lazy_patterns: g.trigger_patterns.clone(),
-        });
-        let strict = lazy.clone().map(|c| Constraint {
-            lazy_patterns: Vec::new(),
-            ..c
-        });
+        let vault = VaultTools::find(self.host);
+        let tools = match &vault {
+            Some(vault) => vault.order(self.host.tools()),
+            None => self.host.tools(),
+        };
+        let mut sources = Sources::default();
         let mut steps = Vec::new();
-        let mut outputs: Vec<ToolOutput> = Vec::new();
         let mut signatures: Vec<String> = Vec::new();
 
+        let retrieved = match &vault {
+            Some(vault) => self.retrieve(
+                vault,
+                question,
+                &tools,
+                conversation,
+                &mut sources,
+                &mut steps,
+            )?,
+            None => None,
+        };
+        // Small models copy the opening call; repeating it counts as a repeated call.
+        signatures.extend(retrieved.as_deref().map(call_signature));
+
         for step_index in 0..self.options.max_steps {
+            let domains = vault
+                .as_ref()
+                .map(|v| v.reference_domains(sources.references()))
+                .unwrap_or_default();
             let prompt = self.template.decision(conversation, &tools)?;
             tracing::debug!(target: "recall::prompt", "decision prompt:\n{}", prompt.text);
             let mut request = self.request(DECISION_TOKENS);
-            request.constraint = if step_index == 0 && self.options.tool_first {
-                strict.clone()
-            } else {
-                lazy.clone()
-            };
+            let must_call = step_index == 0 && self.options.tool_first && retrieved.is_none();
+            request.constraint = self.call_constraint(&tools, &domains, must_call);
             let mut seen = String::new();
             let completion = self.model.generate(&prompt.text, &request, &mut |text| {
                 seen.push_str(text);
@@ -250,47 +258,138 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     && signatures[signatures.len() - 1] == signatures[signatures.len() - 3]);
             signatures.push(signature);
             if repeated {
+                // The answer step comes next: the repeated call and a scolding would only be
+                // more text for the model to copy, so neither enters the conversation.
                 steps.push(step("decision", &completion, Vec::new()));
-                conversation.push(Message::assistant(completion.text.trim()));
-                conversation.push(Message::ipython(REPEATED_CALL.trim()));
                 break;
             }
 
-            let (records, results) = self.run_calls(&calls)?;
-            steps.push(step("decision", &completion, records));
             let budget = self.result_budget(conversation, &tools)?;
+            let calls = fit_reads(&calls, vault.as_ref(), budget);
+            let (records, texts) = self.run_calls(&calls, vault.as_ref(), &mut sources)?;
+            steps.push(step("decision", &completion, records));
             conversation.push(Message::assistant(completion.text.trim()));
-            conversation.push(Message::ipython(render_results(&calls, &results, budget)));
-            outputs.extend(results);
+            conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
         }
 
-        let prompt = self.template.answer(conversation)?;
+        let (answer, fallback, completion) =
+            self.answer(conversation, question, &sources, on_text)?;
+        steps.push(step("answer", &completion, Vec::new()));
+        conversation.push(Message::assistant(answer.clone()));
+        Ok(Turn {
+            citations: sources.citations(&answer),
+            answer,
+            fallback,
+            steps,
+        })
+    }
+
+    /// The opening search: the question as asked, through the vault's search tool like any
+    /// call, its passages numbered as sources. Returns the call when it ran.
+    fn retrieve(
+        &mut self,
+        vault: &VaultTools,
+        question: &str,
+        tools: &[ToolSpec],
+        conversation: &mut Vec<Message>,
+        sources: &mut Sources,
+        steps: &mut Vec<StepRecord>,
+    ) -> Result<Option<Vec<ToolCall>>, AgentError> {
+        let params = api::SearchParams {
+            query: question.to_string(),
+            limit: Some(RETRIEVED_PASSAGES),
+            ..api::SearchParams::default()
+        };
+        let Some(call) = vault.call(api::SEARCH_NOTES, &params) else {
+            return Ok(None);
+        };
+        let calls = [call];
+        let (records, texts) = self.run_calls(&calls, Some(vault), sources)?;
+        let written = format!("[{}]", calls[0].to_pythonic());
+        steps.push(StepRecord {
+            kind: "retrieve",
+            output: written.clone(),
+            calls: records,
+            stats: GenerationStats::default(),
+        });
+        // At most half of what is free: the model may still want to read a note whole.
+        let budget = self.result_budget(conversation, tools)? / 2;
+        conversation.push(Message::assistant(written));
+        conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
+        Ok(Some(calls.to_vec()))
+    }
+
+    /// The grammar for a decision step: strict when the reply must be a call, else lazy (it
+    /// only holds once the reply starts one); `None` without `--grammar` or callable tools.
+    fn call_constraint(
+        &self,
+        tools: &[ToolSpec],
+        domains: &ValueDomains,
+        must_call: bool,
+    ) -> Option<Constraint> {
+        if !self.options.grammar {
+            return None;
+        }
+        let grammar = ToolGrammar::with_domains(tools, domains)?;
+        Some(Constraint {
+            gbnf: grammar.gbnf,
+            root: grammar.root.to_string(),
+            lazy_patterns: if must_call {
+                Vec::new()
+            } else {
+                grammar.trigger_patterns
+            },
+        })
+    }
+
+    /// The answer step: the conversation without schemas or calls plus a reminder to answer
+    /// from the numbered sources, generated under a grammar that cannot open a call. When the model
+    /// writes nothing, the best sources are quoted instead, so the user always gets an answer.
+    fn answer(
+        &mut self,
+        conversation: &[Message],
+        question: &str,
+        sources: &Sources,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<(String, bool, Completion), AgentError> {
+        let mut messages = without_calls(conversation);
+        if !sources.list().is_empty() {
+            messages.push(Message::user(
+                self.template
+                    .answer_instruction(question, sources.list().len())?,
+            ));
+        }
+        let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
-        let request = self.request(self.options.answer_tokens);
+        let mut request = self.request(self.options.answer_tokens);
+        request.constraint = Some(Constraint {
+            gbnf: answer_grammar(sources.list().len()),
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
         let answerer: &mut M = match self.answer_model.as_deref_mut() {
             Some(model) => model,
             None => &mut *self.model,
         };
-        let mut gate = AnswerGate::default();
-        let completion =
-            answerer.generate(&prompt.text, &request, &mut |text| gate.feed(text, on_text))?;
-        gate.finish(on_text);
-        steps.push(step("answer", &completion, Vec::new()));
-        let reply = completion.text.trim().to_string();
-        let (answer, withheld) = if gate.call {
-            (String::new(), Some(reply))
-        } else {
-            (reply, None)
-        };
-        conversation.push(Message::assistant(
-            withheld.clone().unwrap_or_else(|| answer.clone()),
-        ));
-        Ok(Turn {
-            answer,
-            withheld,
-            citations: citations(&outputs),
-            steps,
-        })
+        let mut streamed = String::new();
+        let completion = answerer.generate(&prompt.text, &request, &mut |text| {
+            streamed.push_str(text);
+            if is_looping(&streamed) {
+                tracing::debug!("the answer repeats itself; stopped");
+                return ControlFlow::Break(());
+            }
+            on_text(text)
+        })?;
+        let answer = completion.text.trim().to_string();
+        if !answer.is_empty() {
+            return Ok((answer, false, completion));
+        }
+        if completion.stop == StopReason::Cancelled {
+            return Err(AgentError::Cancelled);
+        }
+        let quoted = quote_sources(sources);
+        let _ = on_text(&quoted);
+        Ok((quoted, true, completion))
     }
 
     fn request(&self, max_tokens: usize) -> GenerateRequest {
@@ -300,12 +399,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         request
     }
 
-    /// Checks, approves and runs the calls, concurrently; results in call order. Ctrl-C
-    /// abandons calls still running (their futures are dropped, which cancels the requests).
+    /// Checks, approves and runs the calls, concurrently; returns their records and the text
+    /// of each result for the model, in call order (vault results become numbered sources).
+    /// Ctrl-C abandons calls still running (their futures are dropped, which cancels them).
     fn run_calls(
         &mut self,
         calls: &[ToolCall],
-    ) -> Result<(Vec<CallRecord>, Vec<ToolOutput>), AgentError> {
+        vault: Option<&VaultTools>,
+        sources: &mut Sources,
+    ) -> Result<(Vec<CallRecord>, Vec<ResultText>), AgentError> {
         let tools = self.host.tools();
         let mut ready: Vec<Option<ToolOutput>> = Vec::new();
         let mut routes = Vec::new();
@@ -356,24 +458,29 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .into_iter()
             .map(|done| done.unwrap_or_else(|| ran.next().expect("one result per pending call")))
             .collect();
-        let records = calls
-            .iter()
-            .zip(&results)
-            .zip(routes)
-            .map(|((call, out), route)| CallRecord {
+        let mut records = Vec::new();
+        let mut texts = Vec::new();
+        for ((call, out), route) in calls.iter().zip(&results).zip(routes) {
+            let before = sources.references().len();
+            let text = match vault.and_then(|v| v.result(call, out)) {
+                Some(result) => sources.add(&result),
+                None => out.text.clone(),
+            };
+            records.push(CallRecord {
                 name: call.name.clone(),
                 arguments: Value::Object(call.arguments.clone()),
                 server: route.map(|r| r.server),
                 ok: !out.is_error,
-                result_chars: out.text.chars().count(),
-                notes: returned_notes(out)
-                    .iter()
-                    .map(|note| note.uri().to_string())
-                    .collect(),
+                result_chars: text.chars().count(),
+                notes: sources.references()[before..].to_vec(),
                 elapsed,
-            })
-            .collect();
-        Ok((records, results))
+            });
+            texts.push(ResultText {
+                text,
+                is_error: out.is_error,
+            });
+        }
+        Ok((records, texts))
     }
 
     /// Tokens a new tool result may take: what is left of the context after the conversation,
@@ -381,53 +488,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     fn result_budget(
         &self,
         conversation: &[Message],
-        tools: &[crate::tool::ToolSpec],
+        tools: &[ToolSpec],
     ) -> Result<usize, AgentError> {
         let used = self
             .model
             .count_tokens(&self.template.decision(conversation, tools)?.text);
         let reserve = DECISION_TOKENS + self.options.answer_tokens + 64;
         Ok(self.model.context_size().saturating_sub(used + reserve))
-    }
-}
-
-/// Holds back the start of an answer until it is clear it is not a tool call, then passes the
-/// text through; a reply that opens a call is stopped there and never reaches the user.
-#[derive(Default)]
-struct AnswerGate {
-    held: String,
-    open: bool,
-    call: bool,
-}
-
-impl AnswerGate {
-    fn feed(
-        &mut self,
-        text: &str,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        if self.open {
-            return on_text(text);
-        }
-        self.held.push_str(text);
-        match reply_start(&self.held) {
-            ReplyStart::Call => {
-                self.call = true;
-                ControlFlow::Break(())
-            }
-            ReplyStart::Undecided => ControlFlow::Continue(()),
-            ReplyStart::Text => {
-                self.open = true;
-                on_text(&std::mem::take(&mut self.held))
-            }
-        }
-    }
-
-    /// Passes on what is still held when generation ends undecided (a reply like `[`).
-    fn finish(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
-        if !self.open && !self.call && !self.held.is_empty() {
-            let _ = on_text(&std::mem::take(&mut self.held));
-        }
     }
 }
 
@@ -477,10 +544,47 @@ fn call_signature(calls: &[ToolCall]) -> String {
     parts.join("|")
 }
 
+/// Characters of an answer's end that, found three times, mean the model is looping.
+const LOOP_TAIL_CHARS: usize = 40;
+
+/// True when the end of `text` already occurs twice before: greedy decoding on a small model
+/// can repeat one phrase until the token limit, which helps nobody.
+fn is_looping(text: &str) -> bool {
+    let Some((start, _)) = text.char_indices().rev().nth(LOOP_TAIL_CHARS - 1) else {
+        return false;
+    };
+    let tail = &text[start..];
+    if tail.trim().chars().count() < LOOP_TAIL_CHARS / 2 {
+        return false;
+    }
+    text.matches(tail).count() >= 3
+}
+
+/// The conversation as the answer step shows it: tool results stay, the calls that asked for
+/// them go. Small models copy the last call into their answer; the results say it all.
+fn without_calls(conversation: &[Message]) -> Vec<Message> {
+    conversation
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            let next = conversation.get(i + 1).map(|n| n.role);
+            !(m.role == Role::Assistant && next == Some(Role::Ipython))
+        })
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
+/// One call's result as the model will read it.
+struct ResultText {
+    text: String,
+    is_error: bool,
+}
+
 /// Renders results for the `ipython` message, cutting text that would overflow the context
-/// (about `budget_tokens`) with a note on how to read on.
-fn render_results(calls: &[ToolCall], results: &[ToolOutput], budget_tokens: usize) -> String {
-    // Four characters per token is the usual BPE average for English prose; a cut leaves room.
+/// (about `budget_tokens`) with a note saying so.
+fn render_results(calls: &[ToolCall], results: &[ResultText], budget_tokens: usize) -> String {
+    // About three characters per token: below the English BPE average of four, so a cut
+    // result still fits when the text is dense (names, numbers, markup).
     let per_result = budget_tokens.saturating_mul(3) / results.len().max(1);
     let mut text = String::new();
     for (i, (call, out)) in calls.iter().zip(results).enumerate() {
@@ -496,7 +600,9 @@ fn render_results(calls: &[ToolCall], results: &[ToolOutput], budget_tokens: usi
         } else {
             let shown: String = out.text.chars().take(per_result).collect();
             text.push_str(&shown);
-            text.push_str(&continuation_note(call, out, per_result, total));
+            text.push_str(&format!(
+                "\n[cut: {per_result} of {total} characters shown to fit the context]"
+            ));
         }
         if i + 1 < results.len() {
             text.push_str("\n\n");
@@ -505,80 +611,54 @@ fn render_results(calls: &[ToolCall], results: &[ToolOutput], budget_tokens: usi
     text
 }
 
-fn continuation_note(call: &ToolCall, out: &ToolOutput, shown: usize, total: usize) -> String {
-    let mut note = format!("\n[cut: {shown} of {total} characters shown to fit the context.");
-    if call.name.ends_with("read_note") {
-        let uri = out
-            .structured
-            .as_ref()
-            .and_then(|s| s.get("uri"))
-            .and_then(Value::as_str)
-            .or_else(|| call.arguments.get("uri").and_then(Value::as_str))
-            .unwrap_or("…");
-        let offset = call
-            .arguments
-            .get("offset")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        note.push_str(&format!(
-            " Read on with read_note(uri=\"{uri}\", offset={}).",
-            offset as usize + shown
+/// The calls with each note read limited to its share of `budget_tokens`, so the server pages
+/// a long note instead of the result being cut.
+fn fit_reads(
+    calls: &[ToolCall],
+    vault: Option<&VaultTools>,
+    budget_tokens: usize,
+) -> Vec<ToolCall> {
+    let Some(vault) = vault else {
+        return calls.to_vec();
+    };
+    // Three characters per token, as in `render_results`, less room for the source's header.
+    let share = (budget_tokens.saturating_mul(3) / calls.len().max(1)).saturating_sub(200);
+    calls.iter().map(|c| vault.limit_read(c, share)).collect()
+}
+
+/// What the user gets when the model wrote nothing: the best sources, quoted and numbered.
+fn quote_sources(sources: &Sources) -> String {
+    if sources.list().is_empty() {
+        return "The model wrote no answer, and no note matched the question.".to_string();
+    }
+    let mut text = String::from("The model wrote no answer. The most relevant passages:");
+    for source in sources.list().iter().take(3) {
+        let mut quote: String = source.text.chars().take(FALLBACK_QUOTE_CHARS).collect();
+        if quote.len() < source.text.len() {
+            quote.push('…');
+        }
+        text.push_str(&format!(
+            "\n[{}] {}: {}",
+            source.number,
+            source.label(),
+            quote
         ));
     }
-    note.push(']');
-    note
+    text
 }
 
-/// A note one result carried: one it read, or one a search found.
-enum Returned {
-    Read(Citation),
-    Found(Citation),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Returned {
-    fn uri(&self) -> &str {
-        match self {
-            Returned::Read(c) | Returned::Found(c) => &c.uri,
-        }
+    #[test]
+    fn a_phrase_said_three_times_is_a_loop() {
+        let phrase = "the enzyme that grabs carbon dioxide from ";
+        assert!(!is_looping(&phrase.repeat(2)));
+        assert!(is_looping(&format!("Answer: {}", phrase.repeat(3))));
+        assert!(!is_looping("short"));
+        assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
+        let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
+        assert!(!is_looping(prose));
     }
-}
-
-fn returned_notes(out: &ToolOutput) -> Vec<Returned> {
-    let Some(structured) = out.structured.as_ref().filter(|_| !out.is_error) else {
-        return Vec::new();
-    };
-    let mut notes = Vec::new();
-    if let Some(c) = note_ref(structured).filter(|_| structured.get("content").is_some()) {
-        notes.push(Returned::Read(c));
-    }
-    let hits = structured.get("hits").and_then(Value::as_array);
-    for hit in hits.into_iter().flatten() {
-        notes.extend(note_ref(hit).map(Returned::Found));
-    }
-    notes
-}
-
-/// Notes the tools actually returned: read notes first; search hits only when nothing was read.
-fn citations(outputs: &[ToolOutput]) -> Vec<Citation> {
-    let mut read = Vec::new();
-    let mut found = Vec::new();
-    for note in outputs.iter().flat_map(returned_notes) {
-        match note {
-            Returned::Read(c) => read.push(c),
-            Returned::Found(c) => found.push(c),
-        }
-    }
-    let mut chosen = if read.is_empty() { found } else { read };
-    let mut seen = std::collections::HashSet::new();
-    chosen.retain(|c| seen.insert(c.uri.clone()));
-    chosen
-}
-
-fn note_ref(value: &Value) -> Option<Citation> {
-    let uri = value.get("uri")?.as_str()?;
-    let title = value.get("title")?.as_str()?;
-    uri.starts_with("note://").then(|| Citation {
-        title: title.to_string(),
-        uri: uri.to_string(),
-    })
 }

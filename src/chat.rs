@@ -1,8 +1,9 @@
 //! `recall chat`: a line-editing REPL over one conversation.
 //!
 //! One model session serves the whole chat, so each turn evaluates only the tokens after what the
-//! KV cache already holds. Before each turn the oldest whole turns are dropped until the decision
-//! prompt plus room for the reply fits the context. Lines starting with `/` are commands.
+//! KV cache already holds. Before each turn the oldest whole turns fold into recap lines in the
+//! system message (question and start of answer) until the decision prompt plus room for the
+//! reply fits the context. Lines starting with `/` are commands.
 
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
@@ -18,8 +19,7 @@ use serde_json::json;
 use crate::agent::{Agent, Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::commands::{
-    Workbench, approver, print_citations, stream_to_stdout, turn_json, warn_if_withheld,
-    write_transcript,
+    Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
 };
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
@@ -180,7 +180,6 @@ impl Repl<'_, '_> {
         {
             eprintln!("recall: warning: {err:#}");
         }
-        warn_if_withheld(&turn);
         let mut out = std::io::stdout().lock();
         if self.global.json {
             writeln!(out, "{report}")?;

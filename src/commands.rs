@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, Citation, RefuseAll, Turn};
+use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::config;
 use crate::engine::GenerationStats;
@@ -19,7 +19,8 @@ use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
-use crate::tool::{ToolCall, ToolOutput};
+use crate::sources::Citation;
+use crate::tool::ToolCall;
 
 /// Resolves `--model` to a file (downloading if needed) and loads it.
 pub fn load_model(args: &ModelArgs) -> Result<Engine> {
@@ -225,16 +226,8 @@ pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str)
         name: tool.to_string(),
         arguments,
     };
-    let needs_approval = manager.route(tool).is_some_and(|r| !r.read_only);
-    let output = if needs_approval && !args.yes && !confirm(&format!("Call {tool}?"))? {
-        ToolOutput {
-            text: format!("not called: {tool} needs approval (pass --yes)"),
-            structured: None,
-            is_error: true,
-        }
-    } else {
-        runtime.block_on(manager.call(&call))
-    };
+    // The person typed this call: approval is for calls the model chooses, so it just runs.
+    let output = runtime.block_on(manager.call(&call));
     runtime.block_on(manager.shutdown());
     let mut out = std::io::stdout().lock();
     if global.json {
@@ -418,7 +411,6 @@ pub fn ask(
         write_transcript(path, &conversation, &report)?;
     }
     bench.close();
-    warn_if_withheld(&turn);
     let mut out = std::io::stdout().lock();
     if global.json {
         writeln!(out, "{report}")?;
@@ -429,23 +421,19 @@ pub fn ask(
     Ok(())
 }
 
-/// Says on stderr when the answer step wrote a tool call instead of an answer.
-pub fn warn_if_withheld(turn: &Turn) {
-    if let Some(reply) = &turn.withheld {
-        eprintln!(
-            "recall: no answer: the model wrote a tool call ({reply}…) where its answer should be; \
-             a larger model (--model llama3.2-3b) answers more reliably"
-        );
-    }
-}
-
-/// The "Notes used" list after an answer.
+/// The sources after an answer: the ones it cites, or, when it cites none, the ones it was
+/// given, said as such.
 pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io::Result<()> {
-    if !citations.is_empty() {
-        writeln!(out, "\nNotes used:")?;
-        for c in citations {
-            writeln!(out, "- {} ({})", c.title, c.uri)?;
-        }
+    let Some(first) = citations.first() else {
+        return Ok(());
+    };
+    if first.cited {
+        writeln!(out, "\nSources:")?;
+    } else {
+        writeln!(out, "\nSources given (the answer cites none of them):")?;
+    }
+    for c in citations {
+        writeln!(out, "[{}] {}\n    {}", c.number, c.label(), c.link)?;
     }
     Ok(())
 }
@@ -496,16 +484,6 @@ fn ask_line(question: &str) -> Option<String> {
     Some(line.trim().to_lowercase())
 }
 
-fn confirm(question: &str) -> Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
-    Ok(matches!(
-        ask_line(&format!("{question} [y/n]")).as_deref(),
-        Some("y" | "yes")
-    ))
-}
-
 /// The `--json` report of one turn.
 pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
     let steps: Vec<Value> = turn
@@ -517,7 +495,8 @@ pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
                 .iter()
                 .map(|c| {
                     json!({"name": c.name, "arguments": c.arguments, "server": c.server, "ok": c.ok,
-                           "result_chars": c.result_chars, "ms": c.elapsed.as_millis() as u64})
+                           "result_chars": c.result_chars, "notes": c.notes,
+                           "ms": c.elapsed.as_millis() as u64})
                 })
                 .collect();
             json!({
@@ -528,15 +507,10 @@ pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
             })
         })
         .collect();
-    let citations: Vec<Value> = turn
-        .citations
-        .iter()
-        .map(|c| json!({"title": c.title, "uri": c.uri}))
-        .collect();
     json!({
         "answer": turn.answer,
-        "withheld": turn.withheld,
-        "citations": citations,
+        "fallback": turn.fallback,
+        "citations": turn.citations,
         "steps": steps,
         "model": info.name,
     })

@@ -5,8 +5,13 @@
 //!
 //! Lazy mode is what keeps free text free: the grammar only starts constraining once the reply
 //! begins with `[` or `<|python_tag|>` (see [`ToolGrammar::trigger_patterns`]).
+//!
+//! Arguments are held to what the caller knows is valid: integers to the schema's `minimum` and
+//! `maximum`, and any parameter the caller gives a [`ValueDomains`] entry to those exact strings
+//! (note references: only URIs seen in this conversation). [`ANSWER_GBNF`] is the other side:
+//! an answer that cannot open a call.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -32,6 +37,38 @@ pub struct ToolGrammar {
 
 /// The start rule's name.
 pub const ROOT: &str = "root";
+
+/// Exact string values allowed for some parameters, by tool name then parameter name. A tool
+/// whose required parameter has an empty domain cannot be called and is left out of the
+/// grammar; an optional parameter with an empty domain is left out of its tool.
+pub type ValueDomains = HashMap<String, HashMap<String, Vec<String>>>;
+
+/// A reply that is prose, never a call: after optional whitespace it may not start with `[`
+/// (a call, or a small model copying the numbered source list instead of answering) or `<`
+/// (`<|python_tag|>`). Everything after the first character is free, citations `[1]` included.
+pub const ANSWER_GBNF: &str = r#"root ::= [ \t\n]* first rest
+first ::= [^\[<\x00-\x20]
+rest ::= [^\x00]*
+"#;
+
+/// The answer grammar for a turn with `sources` numbered sources: [`ANSWER_GBNF`], and when
+/// there are sources, the reply cannot end before it has cited one of them as `[n]` (n from 1
+/// to `sources`). Small models that never cite on their own then cite what they used, and
+/// cannot cite a number that does not exist.
+pub fn answer_grammar(sources: usize) -> String {
+    if sources == 0 {
+        return ANSWER_GBNF.to_string();
+    }
+    format!(
+        "root ::= [ \\t\\n]* first before cite after\n\
+         first ::= [^\\[<\\x00-\\x20]\n\
+         before ::= [^\\x00]*\n\
+         cite ::= \"[\" source \"]\"\n\
+         source ::= {}\n\
+         after ::= [^\\x00]*\n",
+        integer_range(1, sources as u64).join(" | ")
+    )
+}
 
 /// Shared value rules. Strings are Python/JSON literals in either quote style; booleans and null
 /// are Python's (`True`, `False`, `None`, as Meta's examples write them). Repetition counts are
@@ -63,6 +100,11 @@ impl ToolGrammar {
     /// types, or `anyOf`/`oneOf`) picks the value rules, arrays use their `items` schema, objects
     /// and untyped parameters take any value.
     pub fn new(tools: &[ToolSpec]) -> Option<ToolGrammar> {
+        Self::with_domains(tools, &ValueDomains::new())
+    }
+
+    /// Like [`ToolGrammar::new`], with the parameters named in `domains` held to those values.
+    pub fn with_domains(tools: &[ToolSpec], domains: &ValueDomains) -> Option<ToolGrammar> {
         let mut builder = Builder::default();
         for name in PRIMITIVES
             .lines()
@@ -77,23 +119,21 @@ impl ToolGrammar {
 
         let mut seen = HashSet::new();
         let mut calls = Vec::new();
+        let mut named = Vec::new();
+        let no_domains = HashMap::new();
         for tool in tools.iter().filter(|t| seen.insert(t.name.as_str())) {
-            calls.push(builder.tool(tool));
+            let tool_domains = domains.get(&tool.name).unwrap_or(&no_domains);
+            if let Some(rule) = builder.tool(tool, tool_domains) {
+                calls.push(rule);
+                named.push(tool.name.as_str());
+            }
         }
         if calls.is_empty() {
             return None;
         }
 
         let mut gbnf = String::new();
-        let _ = writeln!(
-            gbnf,
-            "# Tool calls for: {}",
-            tools
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(gbnf, "# Tool calls for: {}", named.join(", "));
         let _ = writeln!(
             gbnf,
             "{ROOT} ::= {}? call-list",
@@ -140,15 +180,29 @@ impl Builder {
         name
     }
 
-    /// Adds the rules for one tool; returns its rule name.
-    fn tool(&mut self, tool: &ToolSpec) -> String {
-        let name = self.fresh(&format!("tool-{}", tool.name));
+    /// Adds the rules for one tool; returns its rule name, or `None` when a required parameter
+    /// has an empty domain (no valid call exists).
+    fn tool(&mut self, tool: &ToolSpec, domains: &HashMap<String, Vec<String>>) -> Option<String> {
         let required = tool.required();
-        let params: Vec<(&str, &Value)> = tool.parameters().collect();
+        let empty = |p: &str| domains.get(p).is_some_and(Vec::is_empty);
+        if required.iter().any(|p| empty(p)) {
+            return None;
+        }
+        let name = self.fresh(&format!("tool-{}", tool.name));
+        let params: Vec<(&str, &Value)> = tool.parameters().filter(|(p, _)| !empty(p)).collect();
         let (req, opt): (Vec<_>, Vec<_>) = params.iter().partition(|(p, _)| required.contains(p));
 
         let kv = |b: &mut Builder, (param, schema): &(&str, &Value)| -> String {
-            let value = b.value(&format!("{name}-{param}"), schema);
+            let value = match domains.get(*param) {
+                Some(values) => {
+                    let alts: Vec<String> = values
+                        .iter()
+                        .map(|v| python_literal_alts(&Value::from(v.as_str())))
+                        .collect();
+                    b.add(&format!("{name}-{param}-known"), alts.join(" | "))
+                }
+                None => b.value(&format!("{name}-{param}"), schema),
+            };
             b.add(
                 &format!("{name}-{param}-kv"),
                 format!("{} {value}", literal(&format!("{param}="))),
@@ -174,7 +228,7 @@ impl Builder {
         };
         let body = format!("{}{args} \")\"", literal(&format!("{}(", tool.name)));
         self.rules.push((name.clone(), body));
-        name
+        Some(name)
     }
 
     /// A GBNF expression for a value matching `schema` (adding rules named after `hint`).
@@ -212,7 +266,12 @@ impl Builder {
             .iter()
             .map(|t| match *t {
                 "string" => "string".to_string(),
-                "integer" => "integer".to_string(),
+                "integer" => match integer_bounds(schema) {
+                    Some((min, max)) => {
+                        self.add(&format!("{hint}-int"), integer_range(min, max).join(" | "))
+                    }
+                    None => "integer".to_string(),
+                },
                 "number" | "float" => "number".to_string(),
                 "boolean" => "boolean".to_string(),
                 "null" => "null".to_string(),
@@ -235,6 +294,90 @@ impl Builder {
         } else {
             format!("({})", alts.join(" | "))
         }
+    }
+}
+
+/// The schema's inclusive integer bounds when both are known and `minimum` is not negative
+/// (what the vault server declares for limits and offsets); `None` leaves any integer.
+fn integer_bounds(schema: &Value) -> Option<(u64, u64)> {
+    let bound = |key: &str| {
+        let v = schema.get(key)?;
+        v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        })
+    };
+    let (min, max) = (bound("minimum")?, bound("maximum")?);
+    (min <= max).then_some((min, max))
+}
+
+/// GBNF alternatives (each a sequence of digit classes) matching exactly the decimal integers
+/// in `min..=max`, without leading zeros: the usual split by digit count, then by leading digit.
+fn integer_range(min: u64, max: u64) -> Vec<String> {
+    let mut alts = Vec::new();
+    let mut low = min;
+    while low <= max {
+        let digits = low.to_string().len() as u32;
+        let top = 10u64.checked_pow(digits).map_or(u64::MAX, |p| p - 1);
+        let high = max.min(top);
+        same_length(
+            &low.to_string(),
+            &high.to_string(),
+            String::new(),
+            &mut alts,
+        );
+        match high.checked_add(1) {
+            Some(next) if high < max => low = next,
+            _ => break,
+        }
+    }
+    alts
+}
+
+/// Alternatives for the numbers from `low` to `high`, two digit strings of equal length, each
+/// prefixed by `prefix`.
+fn same_length(low: &str, high: &str, prefix: String, alts: &mut Vec<String>) {
+    let class = |a: u8, b: u8| {
+        if a == b {
+            format!("\"{}\"", a as char)
+        } else {
+            format!("[{}-{}]", a as char, b as char)
+        }
+    };
+    let any = |n: usize| " [0-9]".repeat(n);
+    let (l, h) = (low.as_bytes(), high.as_bytes());
+    let Some((&l0, l_rest)) = l.split_first() else {
+        alts.push(prefix.trim().to_string());
+        return;
+    };
+    let h0 = h[0];
+    let h_rest = &h[1..];
+    let n = l_rest.len();
+    if l0 == h0 {
+        let prefix = format!("{prefix} {}", class(l0, l0));
+        same_length(&low[1..], &high[1..], prefix, alts);
+        return;
+    }
+    let low_full = l_rest.iter().all(|&d| d == b'0');
+    let high_full = h_rest.iter().all(|&d| d == b'9');
+    // The first digit's own range with every tail, widened to l0 or h0 when their tails are full.
+    let first = if low_full { l0 } else { l0 + 1 };
+    let last = if high_full { h0 } else { h0 - 1 };
+    if !low_full {
+        let prefix = format!("{prefix} {}", class(l0, l0));
+        same_length(&low[1..], &"9".repeat(n), prefix, alts);
+    }
+    if first <= last {
+        alts.push(
+            format!("{prefix} {}{}", class(first, last), any(n))
+                .trim()
+                .to_string(),
+        );
+    }
+    if !high_full {
+        let prefix = format!("{prefix} {}", class(h0, h0));
+        same_length(&"0".repeat(n), &high[1..], prefix, alts);
     }
 }
 
@@ -300,6 +443,36 @@ mod tests {
         assert_eq!(rule_name("tool-get_weather"), "tool-get-weather");
         assert_eq!(rule_name("a..b__c"), "a-b-c");
         assert_eq!(rule_name("_"), "x");
+    }
+
+    /// Every number up to a bound, checked against the alternatives read as regexes.
+    #[test]
+    fn integer_ranges_admit_exactly_their_numbers() {
+        for (min, max) in [
+            (0, 9),
+            (1, 50),
+            (1, 500),
+            (0, 100_000),
+            (7, 7),
+            (15, 1234),
+            (0, 0),
+        ] {
+            let alts = integer_range(min, max);
+            let pattern = alts
+                .iter()
+                .map(|a| a.replace([' ', '"'], ""))
+                .collect::<Vec<_>>()
+                .join("|");
+            let re = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+            for n in 0..=(max + 20).min(200_000) {
+                assert_eq!(
+                    re.is_match(&n.to_string()),
+                    (min..=max).contains(&n),
+                    "{n} in {min}..={max}: {pattern}"
+                );
+            }
+            assert!(!re.is_match(&format!("0{min}")), "leading zero admitted");
+        }
     }
 
     #[test]

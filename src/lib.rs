@@ -13,8 +13,10 @@ pub mod grammar;
 pub mod mcp;
 pub mod parse;
 pub mod prompt;
+pub mod sources;
 pub mod study;
 pub mod tool;
+pub mod vault;
 
 use std::process::ExitCode;
 
@@ -119,7 +121,11 @@ fn init_logging(verbose: bool, server: bool) {
     } else {
         "warn"
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    if server {
+        // notify's own log lines name absolute paths; the vault server never shows one.
+        filter = filter.add_directive("notify=off".parse().expect("a valid directive"));
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 4] = [
+pub const TEMPLATES: [(&str, &str); 5] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -30,11 +30,16 @@ pub const TEMPLATES: [(&str, &str); 4] = [
         TOOL_RESULT_AS_USER,
         include_str!("../prompts/tools/result_as_user.j2"),
     ),
+    (
+        ANSWER_INSTRUCTION,
+        include_str!("../prompts/agent/answer.j2"),
+    ),
 ];
 const LLAMA3_CHAT: &str = "llama3/chat.j2";
 const CHATML: &str = "chatml.j2";
 const TOOL_INSTRUCTIONS: &str = "tools/pythonic.j2";
 const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
+const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
 
@@ -277,6 +282,15 @@ impl ChatTemplate {
         let mut messages = vec![Message::system(instructions)];
         messages.extend(rest.iter().map(|m| Message::new(m.role, neutralize(m))));
         self.chat(&messages)
+    }
+
+    /// The answer step's closing instruction: answer `question` from the `count` numbered
+    /// sources and cite them by number.
+    pub fn answer_instruction(&self, question: &str, count: usize) -> Result<String, PromptError> {
+        self.render(
+            ANSWER_INSTRUCTION,
+            json!({"question": question, "count": count}),
+        )
     }
 
     /// The answer prompt: the conversation as is (calls and results included), no tool schemas.

@@ -11,10 +11,9 @@ use std::sync::LazyLock;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result, bail};
+use obsidian_kb::api;
 use regex::Regex;
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::agent::AgentError;
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
@@ -22,7 +21,7 @@ use crate::commands::{Workbench, append_transcript, stream_to_stdout, timings_js
 use crate::engine::{ChatModel, GenerateRequest, StopReason};
 use crate::mcp::ToolHost;
 use crate::prompt::{ChatTemplate, Message};
-use crate::tool::{ToolCall, ToolOutput};
+use crate::vault::{VaultClient, VaultError};
 
 const SUMMARIZE: &str = include_str!("../prompts/study/summarize.txt");
 const NOTE: &str = include_str!("../prompts/study/note.txt");
@@ -75,107 +74,51 @@ pub struct SourceNote {
     pub content: String,
 }
 
-#[derive(Deserialize)]
-struct NoteRef {
-    uri: String,
-}
-
-#[derive(Deserialize)]
-struct ReadPage {
-    uri: String,
-    title: String,
-    content: String,
-    next_offset: Option<usize>,
-}
-
-#[derive(Deserialize)]
-struct ListPage {
-    notes: Vec<NoteRef>,
-    next_cursor: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct SearchPage {
-    hits: Vec<NoteRef>,
-}
-
-/// The vault tools, under the names this run's routing table gives them.
+/// The vault server's tools, for reading whole notes, folders and searches.
 struct Vault<'a, H> {
-    runtime: &'a tokio::runtime::Runtime,
-    host: &'a H,
-    read: String,
-    list: String,
-    search: String,
+    client: VaultClient<'a, H>,
 }
 
 impl<'a, H: ToolHost> Vault<'a, H> {
     fn new(runtime: &'a tokio::runtime::Runtime, host: &'a H) -> Result<Self> {
-        let names: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
-        // A name clash with another server renames the tool `server__tool`.
-        let find = |tool: &str| {
-            let suffix = format!("__{tool}");
-            names
-                .iter()
-                .find(|n| *n == tool)
-                .or_else(|| names.iter().find(|n| n.ends_with(&suffix)))
-                .cloned()
-                .with_context(|| {
-                    format!(
-                        "no {tool} tool is available: summarize and quiz need the vault server \
-                         (pass --vault DIR, or name obsidian-kb in the config)"
-                    )
-                })
-        };
-        Ok(Vault {
-            runtime,
-            host,
-            read: find("read_note")?,
-            list: find("list_notes")?,
-            search: find("search_notes")?,
-        })
-    }
-
-    fn call(&self, tool: &str, arguments: Value) -> ToolOutput {
-        let arguments = match arguments {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        let call = ToolCall {
-            name: tool.to_string(),
-            arguments,
-        };
-        self.runtime.block_on(self.host.call(&call))
+        let client = VaultClient::new(runtime, host).context(
+            "no vault server is available: summarize and quiz need one \
+             (pass --vault DIR, or name obsidian-kb in the config)",
+        )?;
+        Ok(Vault { client })
     }
 
     /// The whole note, page by page; `None` when the server knows no such note.
     fn read_whole(&self, reference: &str) -> Result<Option<SourceNote>> {
-        let first = self.call(
-            &self.read,
-            json!({"uri": reference, "max_chars": READ_PAGE}),
-        );
-        if first.is_error {
-            tracing::debug!("{reference:?} is not a note: {}", first.text);
-            return Ok(None);
-        }
-        let mut page: ReadPage = structured(&first, &self.read)?;
+        let params = api::ReadParams {
+            uri: reference.to_string(),
+            max_chars: Some(READ_PAGE),
+            ..api::ReadParams::default()
+        };
+        let mut page: api::ReadOutput = match self.client.call(api::READ_NOTE, &params) {
+            Ok(page) => page,
+            Err(VaultError::Failed { text, .. }) => {
+                tracing::debug!("{reference:?} is not a note: {text}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
         let mut note = SourceNote {
             uri: page.uri.clone(),
             title: page.title.clone(),
             content: std::mem::take(&mut page.content),
         };
         while let Some(offset) = page.next_offset {
-            let more = self.call(
-                &self.read,
-                json!({"uri": note.uri, "offset": offset, "max_chars": READ_PAGE}),
-            );
-            if more.is_error {
-                bail!(
-                    "reading {} at offset {offset} failed: {}",
-                    note.uri,
-                    more.text
-                );
-            }
-            page = structured(&more, &self.read)?;
+            let params = api::ReadParams {
+                uri: note.uri.clone(),
+                offset: Some(offset),
+                max_chars: Some(READ_PAGE),
+                ..api::ReadParams::default()
+            };
+            page = self
+                .client
+                .call(api::READ_NOTE, &params)
+                .with_context(|| format!("reading {} at offset {offset} failed", note.uri))?;
             note.content.push_str(&page.content);
         }
         Ok(Some(note))
@@ -184,43 +127,53 @@ impl<'a, H: ToolHost> Vault<'a, H> {
     /// Notes in `folder` (subfolders included), at most `MAX_NOTES + 1` to detect the cap.
     fn folder(&self, folder: &str) -> Result<Vec<String>> {
         let mut uris = Vec::new();
-        let mut cursor: Option<String> = None;
+        let mut params = api::ListParams {
+            folder: Some(folder.to_string()),
+            limit: Some(MAX_NOTES + 1),
+            ..api::ListParams::default()
+        };
         loop {
-            let mut args = json!({"folder": folder, "limit": MAX_NOTES + 1});
-            if let Some(c) = &cursor {
-                args["cursor"] = json!(c);
-            }
-            let out = self.call(&self.list, args);
-            if out.is_error {
-                tracing::debug!("{folder:?} is not a folder: {}", out.text);
-                return Ok(uris);
-            }
-            let page: ListPage = structured(&out, &self.list)?;
+            let page: api::ListOutput = match self.client.call(api::LIST_NOTES, &params) {
+                Ok(page) => page,
+                Err(VaultError::Failed { text, .. }) => {
+                    tracing::debug!("{folder:?} is not a folder: {text}");
+                    return Ok(uris);
+                }
+                Err(e) => return Err(e.into()),
+            };
             uris.extend(page.notes.into_iter().map(|n| n.uri));
-            cursor = page.next_cursor;
-            if cursor.is_none() || uris.len() > MAX_NOTES {
+            params.cursor = page.next_cursor;
+            if params.cursor.is_none() || uris.len() > MAX_NOTES {
                 return Ok(uris);
             }
         }
     }
 
     fn search(&self, query: &str) -> Result<Vec<String>> {
-        let out = self.call(&self.search, json!({"query": query, "limit": SEARCH_HITS}));
-        if out.is_error {
-            bail!("{} failed: {}", self.search, out.text);
+        let params = api::SearchParams {
+            query: query.to_string(),
+            limit: Some(SEARCH_HITS),
+            ..api::SearchParams::default()
+        };
+        let page: api::SearchOutput = self.client.call(api::SEARCH_NOTES, &params)?;
+        let mut uris: Vec<String> = Vec::new();
+        for hit in page.hits {
+            if !uris.contains(&hit.uri) {
+                uris.push(hit.uri);
+            }
         }
-        let page: SearchPage = structured(&out, &self.search)?;
-        Ok(page.hits.into_iter().map(|h| h.uri).collect())
+        Ok(uris)
     }
 }
 
-fn structured<T: DeserializeOwned>(out: &ToolOutput, tool: &str) -> Result<T> {
-    let value = out
-        .structured
-        .clone()
-        .with_context(|| format!("{tool} returned no structured content"))?;
-    serde_json::from_value(value)
-        .with_context(|| format!("{tool} returned structured content of an unexpected shape"))
+/// True when `target` names `note` exactly: its vault path or file name (with or without
+/// `.md`, any case), or its URI; not merely an alias or a title.
+fn names_note_exactly(target: &str, note: &SourceNote) -> bool {
+    let path = note.uri.strip_prefix("note://").unwrap_or(&note.uri);
+    let target = target.trim().trim_start_matches("note://");
+    let target = target.strip_suffix(".md").unwrap_or(target);
+    let file = path.rsplit('/').next().unwrap_or(path);
+    target.eq_ignore_ascii_case(path) || target.eq_ignore_ascii_case(file)
 }
 
 /// Resolves a target to notes: a note (URI, path, name or alias), else a folder, else the best
@@ -235,10 +188,27 @@ pub fn gather_notes<H: ToolHost>(
         bail!("the target is empty: name a note, a folder, or words to search for");
     }
     let vault = Vault::new(runtime, host)?;
-    if let Some(note) = vault.read_whole(target)? {
-        return Ok(vec![note]);
+    let note = vault.read_whole(target)?;
+    // A note named exactly so wins; else a folder named exactly so wins over a note that only
+    // matched by alias ("Obsidian Sync" the folder, not "Introduction to Obsidian Sync").
+    if let Some(note) = note.as_ref().filter(|n| names_note_exactly(target, n)) {
+        eprintln!("recall: using the note {}", note.uri);
+        return Ok(vec![note.clone()]);
     }
     let mut uris = vault.folder(target)?;
+    if let Some(note) = note {
+        if uris.is_empty() {
+            eprintln!(
+                "recall: using the note {} (its name or alias matches)",
+                note.uri
+            );
+            return Ok(vec![note]);
+        }
+        eprintln!(
+            "recall: {target:?} is a folder and also matches the note {} by alias; using the folder",
+            note.uri
+        );
+    }
     let how = if uris.is_empty() {
         uris = vault.search(target)?;
         format!("the notes a search for {target:?} found")

@@ -46,6 +46,40 @@ pub struct ToolCall {
     pub arguments: Map<String, Value>,
 }
 
+impl ToolCall {
+    /// The call as Llama 3.2 writes one: `name(param="value", n=3)`, values as Python literals.
+    pub fn to_pythonic(&self) -> String {
+        let args: Vec<String> = self
+            .arguments
+            .iter()
+            .map(|(k, v)| format!("{k}={}", python_literal(v)))
+            .collect();
+        format!("{}({})", self.name, args.join(", "))
+    }
+}
+
+/// A JSON value as a Python literal (`True`, `None`, strings in double quotes with JSON escapes,
+/// which Python reads the same).
+fn python_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_string(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(python_literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), python_literal(v)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
 /// What one call produced: text for the model, plus structured data when the server gave any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {

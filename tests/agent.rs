@@ -74,51 +74,142 @@ fn ipython_messages(conversation: &[Message]) -> Vec<&str> {
         .collect()
 }
 
+fn call_names(turn: &Turn) -> Vec<&str> {
+    turn.steps
+        .iter()
+        .flat_map(|s| s.calls.iter().map(|c| c.name.as_str()))
+        .collect()
+}
+
 #[test]
-fn search_then_read_then_answer_cites_the_note_read() {
+fn retrieval_first_puts_numbered_passages_before_the_first_decision() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(["I have enough.", "A checklist for the club [1]."], 8192);
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+
+    // The opening search is the question as asked, recorded as a step of its own.
+    assert_eq!(turn.steps[0].kind, "retrieve");
+    let search = &turn.steps[0].calls[0];
+    assert_eq!(search.name, "search_notes");
+    assert_eq!(search.arguments["query"], "launch checklist");
+    assert!(search.ok && search.notes.contains(&"note://🚀 Launch".to_string()));
+    assert_eq!(
+        conversation[2].content,
+        r#"[search_notes(query="launch checklist", limit=5)]"#
+    );
+    // The first decision already sees the numbered passages.
+    let first = &model.prompts[0];
+    assert!(first.contains("[1] 🚀 Launch"), "{first}");
+    assert!(
+        first.contains("Launch checklist for the rocket club"),
+        "{first}"
+    );
+    // The answer step: no schemas, the closing instruction with the question, and a grammar
+    // that cannot open a call.
+    let answer_prompt = model.prompts.last().unwrap();
+    assert!(!answer_prompt.contains("Here is a list of functions"));
+    assert!(
+        !answer_prompt.contains("[search_notes("),
+        "the answer step sees results, not calls"
+    );
+    assert!(
+        answer_prompt
+            .contains("Answer this question from the numbered sources above: launch checklist")
+    );
+    let answer_grammar = model.constraints.last().unwrap().as_ref().unwrap();
+    assert!(
+        (1..=5).any(|n| answer_grammar.gbnf == recall::grammar::answer_grammar(n)),
+        "the answer must cite one of the sources: {}",
+        answer_grammar.gbnf
+    );
+    assert!(
+        answer_grammar.lazy_patterns.is_empty(),
+        "the answer grammar is strict"
+    );
+    // Citations are what the answer cites, with heading-level links.
+    assert_eq!(turn.answer, "A checklist for the club [1].");
+    assert_eq!(turn.citations.len(), 1);
+    let cited = &turn.citations[0];
+    assert!(cited.cited && cited.number == 1 && cited.uri == "note://🚀 Launch");
+    assert!(
+        cited.link.starts_with("obsidian://open?vault=vault&file="),
+        "{}",
+        cited.link
+    );
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "decision", "answer"]
+    );
+}
+
+#[test]
+fn note_references_are_held_to_uris_already_seen() {
     let rig = rig(&fixture_vault());
     let mut model = ScriptedModel::new(
         [
-            r#"[search_notes(query="launch")]"#,
-            r#"<|python_tag|>[read_note(uri="note://🚀 Launch")]"#,
-            "The launch is described in the note.",
-            "The launch note says what it says.",
+            r#"[get_links(uri="note://🚀 Launch")]"#,
+            "Enough.",
+            "It links to Alpha [1].",
         ],
         8192,
     );
-    let (turn, conversation) = rig.ask(
-        &mut model,
-        AgentOptions::default(),
-        "What about the launch?",
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    assert_eq!(call_names(&turn), ["search_notes", "get_links"]);
+    let grammar = |i: usize| model.constraints[i].as_ref().unwrap().gbnf.clone();
+    // Before get_links: read_note and get_links take only the URIs the search returned.
+    let first = grammar(0);
+    assert!(first.contains(r#""\"note://🚀 Launch\"""#), "{first}");
+    assert!(!first.contains("note://Projects/Alpha"), "{first}");
+    // After it, the note it links to is a valid reference too.
+    assert!(
+        grammar(1).contains("note://Projects/Alpha"),
+        "{}",
+        grammar(1)
     );
-    assert_eq!(turn.answer, "The launch note says what it says.");
-    let names: Vec<&str> = turn
-        .steps
-        .iter()
-        .flat_map(|s| s.calls.iter().map(|c| c.name.as_str()))
-        .collect();
-    assert_eq!(names, ["search_notes", "read_note"]);
+    // The tools come most useful first.
+    let tools_at = |name: &str| {
+        model.prompts[0]
+            .find(&format!("\"name\": \"{name}\""))
+            .unwrap()
+    };
+    assert!(tools_at("search_notes") < tools_at("read_note"));
+    assert!(tools_at("read_note") < tools_at("get_links"));
+    assert!(tools_at("get_links") < tools_at("list_notes"));
+}
+
+#[test]
+fn a_note_read_becomes_a_numbered_source_the_answer_can_cite() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            r#"<|python_tag|>[read_note(uri="note://Gamma")]"#,
+            "The gamma note is read.",
+            "It has a footnote [2].",
+        ],
+        8192,
+    );
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "footnote text");
+    assert_eq!(call_names(&turn), ["search_notes", "read_note"]);
     assert!(
         turn.steps
             .iter()
             .flat_map(|s| &s.calls)
             .all(|c| c.ok && c.server.as_deref() == Some("vault"))
     );
-    assert_eq!(turn.citations.len(), 1);
-    assert_eq!(turn.citations[0].uri, "note://🚀 Launch");
-
-    // Schemas only on decision steps; the answer prompt has the results but no schemas.
-    let answer_prompt = model.prompts.last().unwrap();
-    assert!(model.prompts[0].contains("\"name\": \"search_notes\""));
-    assert!(!answer_prompt.contains("\"name\": \"search_notes\""));
-    assert!(!answer_prompt.contains("Here is a list of functions"));
-    assert!(answer_prompt.contains("<|start_header_id|>ipython<|end_header_id|>"));
-    assert_eq!(ipython_messages(&conversation).len(), 2);
-    // The decision that came out as prose ends the loop; the answer step writes the answer.
-    assert_eq!(
-        turn.steps.iter().filter(|s| s.kind == "decision").count(),
-        3
+    let results = ipython_messages(&conversation);
+    let read = results[1];
+    let number: usize = read[1..read.find(']').unwrap()].parse().unwrap();
+    assert!(
+        read.contains("Gamma (note://Gamma)") && read.contains("The footnote text."),
+        "{read}"
     );
+    // The answer cites [2]: exactly that source, whatever it is.
+    assert_eq!(turn.citations.len(), 1);
+    assert_eq!(turn.citations[0].number, 2);
+    assert!(turn.citations[0].cited);
+    if number == 2 {
+        assert_eq!(turn.citations[0].uri, "note://Gamma");
+    }
 }
 
 #[test]
@@ -127,7 +218,7 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
     let mut model = ScriptedModel::new(
         [
             r#"[search_notes(query="launch"]"#,
-            r#"[search_notes(query="launch")]"#,
+            r#"[search_notes(query="rocket")]"#,
             "Done.",
             "Here is what I found.",
         ],
@@ -136,15 +227,16 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Find the launch.");
     let results = ipython_messages(&conversation);
     assert!(
-        results[0].starts_with("Error: your tool call could not be read"),
+        results[1].starts_with("Error: your tool call could not be read"),
         "{}",
-        results[0]
+        results[1]
     );
-    assert!(results[1].contains("note://"), "{}", results[1]);
-    assert_eq!(turn.steps[1].calls.len(), 1);
-    assert!(turn.steps[1].calls[0].ok);
-    // Nothing was read, so the citations are the search hits the model saw.
+    assert!(results[2].contains("note://"), "{}", results[2]);
+    assert_eq!(turn.steps[2].calls.len(), 1);
+    assert!(turn.steps[2].calls[0].ok);
+    // The answer cites nothing: the sources it was given are listed, marked uncited.
     assert!(!turn.citations.is_empty());
+    assert!(turn.citations.iter().all(|c| !c.cited));
 }
 
 #[test]
@@ -163,18 +255,22 @@ fn unknown_tools_and_bad_arguments_come_back_as_errors_the_model_can_fix() {
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Delete Home.");
     let results = ipython_messages(&conversation);
     assert!(
-        results[0].contains("read_note"),
+        results[1].contains("read_note"),
         "unknown tool lists the real ones: {}",
-        results[0]
+        results[1]
     );
-    assert!(results[1].starts_with("Error"), "{}", results[1]);
     assert!(results[2].starts_with("Error"), "{}", results[2]);
+    assert!(results[3].starts_with("Error"), "{}", results[3]);
     assert!(
-        !results[2].contains("root:"),
+        !results[3].contains("root:"),
         "no file outside the vault is read"
     );
-    assert!(turn.steps.iter().flat_map(|s| &s.calls).all(|c| !c.ok));
-    assert!(turn.citations.is_empty());
+    let model_calls = turn
+        .steps
+        .iter()
+        .filter(|s| s.kind == "decision")
+        .flat_map(|s| &s.calls);
+    assert!(model_calls.clone().count() == 3 && model_calls.into_iter().all(|c| !c.ok));
 }
 
 #[test]
@@ -184,11 +280,22 @@ fn the_same_call_twice_forces_the_answer() {
     let mut model = ScriptedModel::new([call, call, "Home says hello."], 8192);
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "What is in Home?");
     assert_eq!(turn.answer, "Home says hello.");
-    let results = ipython_messages(&conversation);
-    assert!(results.last().unwrap().contains("Do not call it again"));
-    // Two decisions and the answer: the repeated call was not run.
+    // The search, two decisions and the answer: the repeated call was not run, nor kept in
+    // the conversation for the answer step to copy.
+    assert_eq!(ipython_messages(&conversation).len(), 2);
+    assert_eq!(turn.steps.len(), 4);
+    assert_eq!(turn.steps[2].calls.len(), 0);
+}
+
+#[test]
+fn copying_the_opening_search_counts_as_a_repeat() {
+    let rig = rig(&fixture_vault());
+    let copy = r#"[search_notes(query="launch checklist", limit=5)]"#;
+    let mut model = ScriptedModel::new([copy, "A checklist [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
     assert_eq!(turn.steps.len(), 3);
-    assert_eq!(turn.steps[1].calls.len(), 0);
+    assert!(turn.steps[1].calls.is_empty(), "the copy was not run");
+    assert_eq!(turn.answer, "A checklist [1].");
 }
 
 #[test]
@@ -203,9 +310,9 @@ fn an_a_b_a_b_cycle_forces_the_answer() {
     };
     let (turn, _) = rig.ask(&mut model, options, "Loop?");
     assert_eq!(turn.answer, "Enough.");
-    assert_eq!(turn.steps.len(), 5);
+    assert_eq!(turn.steps.len(), 6);
     assert!(
-        turn.steps[3].calls.is_empty(),
+        turn.steps[4].calls.is_empty(),
         "the fourth decision closed the cycle and ran nothing"
     );
 }
@@ -227,12 +334,12 @@ fn the_step_cap_forces_the_answer() {
     };
     let (turn, _) = rig.ask(&mut model, options, "Go on forever.");
     assert_eq!(turn.answer, "Capped.");
-    assert_eq!(turn.steps.len(), 3);
+    assert_eq!(turn.steps.len(), 4);
     assert_eq!(model.prompts.len(), 3);
 }
 
 #[test]
-fn a_long_result_is_cut_to_the_context_with_a_note_on_paging() {
+fn a_long_note_is_paged_by_the_server_to_fit_the_context() {
     let dir = tempfile::tempdir().unwrap();
     let body: String = (0..3000)
         .map(|i| format!("Line {i} of a long note.\n"))
@@ -240,28 +347,31 @@ fn a_long_result_is_cut_to_the_context_with_a_note_on_paging() {
     std::fs::write(dir.path().join("Long.md"), body).unwrap();
     let rig = rig(dir.path());
     let mut model = ScriptedModel::new(
-        [r#"[read_note(uri="Long", max_chars=60000)]"#, "ok", "Long."],
-        2048,
+        [
+            r#"[read_note(uri="note://Long", max_chars=60000)]"#,
+            "ok",
+            "Long.",
+        ],
+        4096,
     );
     let options = AgentOptions {
         answer_tokens: 256,
         ..AgentOptions::default()
     };
-    let (_, conversation) = rig.ask(&mut model, options, "Read Long.");
-    let result = ipython_messages(&conversation)[0];
-    assert!(
-        result.contains("[cut:"),
-        "{}",
-        &result[result.len().saturating_sub(200)..]
-    );
+    let (turn, conversation) = rig.ask(&mut model, options, "a long note");
+    // The read asked for 60,000 characters; the agent lowered it to what the context holds.
+    let read = &turn.steps[1].calls[0];
+    let sent = read.arguments["max_chars"].as_u64().unwrap();
+    assert!((1000..6000).contains(&sent), "{sent}");
+    let result = ipython_messages(&conversation)[1];
     assert!(
         result.contains("read_note(uri=\"note://Long\", offset="),
         "{}",
-        &result[result.len() - 200..]
+        &result[result.len().saturating_sub(200)..]
     );
-    // The whole conversation still fits the 2048-token context.
+    // The whole conversation still fits the 4096-token context.
     let prompt = rig.template.answer(&conversation).unwrap();
-    assert!(prompt.text.len().div_ceil(4) < 2048);
+    assert!(prompt.text.len().div_ceil(4) < 4096);
 }
 
 #[test]
@@ -269,7 +379,6 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
     let rig = rig(&fixture_vault());
     let mut model = ScriptedModel::new(
         [
-            r#"[search_notes(query="home")]"#,
             r#"[read_note(uri="Home")]"#,
             r#"[read_note(uri="Gamma")]"#,
             "done",
@@ -279,7 +388,7 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
     );
     // A first turn uses the server; then it dies between turns.
     let pid = rig.manager.server_pid("vault").unwrap();
-    let mut first = ScriptedModel::new([r#"[search_notes(query="home")]"#, "x", "first"], 8192);
+    let mut first = ScriptedModel::new(["x", "first"], 8192);
     rig.ask(&mut first, AgentOptions::default(), "warm up");
     std::process::Command::new("kill")
         .arg("-9")
@@ -300,8 +409,8 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
 #[test]
 fn a_separate_answer_model_gets_only_answer_prompts() {
     let rig = rig(&fixture_vault());
-    let mut decider = ScriptedModel::new([r#"[search_notes(query="launch")]"#, "Answering."], 8192);
-    let mut answerer = ScriptedModel::new(["From the notes."], 8192);
+    let mut decider = ScriptedModel::new([r#"[search_notes(query="rocket")]"#, "Answering."], 8192);
+    let mut answerer = ScriptedModel::new(["From the notes [1]."], 8192);
     let mut approver = RefuseAll;
     let mut agent = Agent {
         model: &mut decider,
@@ -318,7 +427,7 @@ fn a_separate_answer_model_gets_only_answer_prompts() {
             ControlFlow::Continue(())
         })
         .unwrap();
-    assert_eq!(turn.answer, "From the notes.");
+    assert_eq!(turn.answer, "From the notes [1].");
     assert_eq!(decider.prompts.len(), 2);
     assert!(
         decider
@@ -384,23 +493,66 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
 }
 
 #[test]
-fn an_answer_that_is_a_tool_call_is_withheld_not_shown() {
+fn an_empty_answer_quotes_the_best_sources_instead() {
     let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(["I have what I need.", ""], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    assert!(turn.fallback);
+    assert!(
+        turn.answer
+            .starts_with("The model wrote no answer. The most relevant passages:\n[1] 🚀 Launch"),
+        "{}",
+        turn.answer
+    );
+    assert!(!turn.citations.is_empty());
+}
+
+#[test]
+fn without_a_vault_server_the_loop_starts_with_the_model() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut time = ServerSpec::new(
+        "time",
+        common::time_server_bin(),
+        vec!["--local-timezone".into(), "UTC".into()],
+    );
+    time.read_only = true;
+    let manager = runtime.block_on(McpManager::start(&[time]));
+    let template = ChatTemplate::llama3();
     let mut model = ScriptedModel::new(
         [
-            r#"[search_notes(query="launch")]"#,
-            "I have what I need.",
-            r#"[read_note(uri="Launch Plan")]"#,
+            r#"[get_current_time(timezone="UTC")]"#,
+            "Done.",
+            "It is now.",
         ],
         8192,
     );
-    // Rig::ask also checks that what streamed equals the answer: here, nothing.
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "When is the launch?");
-    assert_eq!(turn.answer, "");
-    let withheld = turn.withheld.expect("the call is kept aside");
-    assert!(withheld.starts_with("[read_note("), "{withheld}");
+    let mut approver = RefuseAll;
+    let mut agent = Agent {
+        model: &mut model,
+        answer_model: None,
+        host: &manager,
+        runtime: &runtime,
+        template: &template,
+        approver: &mut approver,
+        options: AgentOptions::default(),
+    };
+    let mut conversation = Vec::new();
+    let turn = agent
+        .ask(&mut conversation, "What time is it?", &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(turn.steps[0].kind, "decision");
+    assert_eq!(turn.steps[0].calls[0].name, "get_current_time");
+    assert!(turn.steps[0].calls[0].ok);
+    // Must call first: the first decision's grammar is strict.
     assert!(
-        !turn.citations.is_empty(),
-        "the notes found still count as read"
+        model.constraints[0]
+            .as_ref()
+            .unwrap()
+            .lazy_patterns
+            .is_empty()
     );
+    assert!(turn.citations.is_empty());
+    runtime.block_on(manager.shutdown());
 }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use recall::grammar::ToolGrammar;
+use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains, answer_grammar};
 use recall::parse::{Reply, check_call, parse_reply};
 use recall::tool::ToolSpec;
 use regex::Regex;
@@ -238,6 +238,180 @@ fn llama_cpp_agrees_with_the_grammar() {
     // Negative control: llama.cpp does reject a rule name with `_` (its parser prints
     // "error parsing grammar: expecting newline or end at _b" to stderr: expected).
     assert!(LlamaSampler::grammar(&model, "root ::= a_b\na_b ::= \"x\"", "root").is_err());
+    llama_cpp_agrees_on_bounds_references_and_answers(&model);
+}
+
+/// The vault server's shape: a note reference, a bounded limit, an optional section.
+fn vault_tools() -> Vec<ToolSpec> {
+    let spec = |name: &str, schema: serde_json::Value| ToolSpec {
+        name: name.into(),
+        description: format!("{name} tool"),
+        input_schema: schema,
+    };
+    vec![
+        spec(
+            "search_notes",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 50}
+            }, "required": ["query"]}),
+        ),
+        spec(
+            "read_note",
+            json!({"type": "object", "properties": {
+                "uri": {"type": "string"},
+                "section": {"type": ["string", "null"]}
+            }, "required": ["uri"]}),
+        ),
+    ]
+}
+
+fn known(uris: &[&str]) -> ValueDomains {
+    let mut domains = ValueDomains::new();
+    domains
+        .entry("read_note".into())
+        .or_default()
+        .insert("uri".into(), uris.iter().map(|u| u.to_string()).collect());
+    domains
+}
+
+const KNOWN_GOOD: [&str; 5] = [
+    r#"[search_notes(query="x", limit=1)]"#,
+    r#"[search_notes(query="x", limit=50)]"#,
+    r#"[read_note(uri="note://A b")]"#,
+    r#"[read_note(uri='note://Café', section="Goals")]"#,
+    r#"[search_notes(query="x", limit=None), read_note(uri="note://A b")]"#,
+];
+
+const KNOWN_BAD: [&str; 5] = [
+    r#"[search_notes(query="x", limit=0)]"#,
+    r#"[search_notes(query="x", limit=51)]"#,
+    r#"[search_notes(query="x", limit=100000)]"#,
+    r#"[read_note(uri="note://Invented")]"#,
+    r#"[read_note(uri="A b")]"#,
+];
+
+#[test]
+fn bounds_and_known_references_hold_the_arguments() {
+    let tools = vault_tools();
+    let g = ToolGrammar::with_domains(&tools, &known(&["note://A b", "note://Café"])).unwrap();
+    let rules = parse_gbnf(&g.gbnf);
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule(g.root.into()), &chars, 0).contains(&chars.len())
+    };
+    for text in KNOWN_GOOD {
+        assert!(accepts(text), "should accept {text}");
+    }
+    for text in KNOWN_BAD {
+        assert!(!accepts(text), "should reject {text}");
+    }
+    // With no reference known yet, read_note cannot be called at all.
+    let g = ToolGrammar::with_domains(&tools, &known(&[])).unwrap();
+    assert!(!g.gbnf.contains("read_note("), "{}", g.gbnf);
+    assert!(g.gbnf.contains("search_notes("));
+}
+
+#[test]
+fn answer_grammar_admits_prose_and_citations_but_no_call() {
+    let rules = parse_gbnf(ANSWER_GBNF);
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
+    };
+    for text in ANSWERS {
+        assert!(accepts(text), "should accept {text:?}");
+    }
+    for text in NOT_ANSWERS {
+        assert!(!accepts(text), "should reject {text:?}");
+    }
+    // With three sources the answer must cite one of them before it may end.
+    let rules = parse_gbnf(&answer_grammar(3));
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
+    };
+    for text in CITING {
+        assert!(accepts(text), "should accept {text:?}");
+    }
+    for text in NOT_CITING {
+        assert!(!accepts(text), "should reject {text:?}");
+    }
+}
+
+const CITING: [&str; 3] = [
+    "Room B204 [2].",
+    "It is [1] and [3], see [[Note]].",
+    "Thursday [3]",
+];
+
+const NOT_CITING: [&str; 4] = [
+    "Room B204.",
+    "Room B204 [4].",
+    "[1] Room B204.",
+    "Room [0] and [10].",
+];
+
+const ANSWERS: [&str; 5] = [
+    "The midterm is on March 3 [1].",
+    "Source [2] says room 204.",
+    "  \nYes: see [1], [3].",
+    "Le café est fermé.",
+    "A list: [a] and [read_note(x)] later is fine.",
+];
+
+const NOT_ANSWERS: [&str; 6] = [
+    r#"[read_note(uri="x")]"#,
+    "[1] Exams (note://Exams)",
+    r#"  [search_notes(query="x")]"#,
+    "<|python_tag|>[x()]",
+    "",
+    "   ",
+];
+
+/// Part of `llama_cpp_agrees_with_the_grammar` (llama.cpp's backend starts once per process).
+fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model::LlamaModel) {
+    use llama_cpp_2::sampling::LlamaSampler;
+    use llama_cpp_2::token::LlamaToken;
+    use llama_cpp_2::token::data::LlamaTokenData;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+    let vocab = model.vocab();
+    let eot = LlamaToken(128009);
+    let admits = |mut sampler: LlamaSampler, text: &str| {
+        for token in vocab.tokenize(text.as_bytes(), false, true) {
+            if sampler.try_accept(token).is_err() {
+                return false;
+            }
+        }
+        let mut end = LlamaTokenDataArray::new(vec![LlamaTokenData::new(eot, 1.0, 0.0)], false);
+        sampler.apply(&mut end);
+        end.data[0].logit() > f32::NEG_INFINITY
+    };
+    let g =
+        ToolGrammar::with_domains(&vault_tools(), &known(&["note://A b", "note://Café"])).unwrap();
+    let calls = || LlamaSampler::grammar(model, &g.gbnf, g.root).expect("llama.cpp parses it");
+    for text in KNOWN_GOOD {
+        assert!(admits(calls(), text), "llama.cpp should accept {text}");
+    }
+    for text in KNOWN_BAD {
+        assert!(!admits(calls(), text), "llama.cpp should reject {text}");
+    }
+    let answer = || LlamaSampler::grammar(model, ANSWER_GBNF, "root").expect("llama.cpp parses it");
+    for text in ANSWERS {
+        assert!(admits(answer(), text), "llama.cpp should accept {text:?}");
+    }
+    for text in NOT_ANSWERS {
+        assert!(!admits(answer(), text), "llama.cpp should reject {text:?}");
+    }
+    let citing = answer_grammar(3);
+    let citing = || LlamaSampler::grammar(model, &citing, "root").expect("llama.cpp parses it");
+    for text in CITING {
+        assert!(admits(citing(), text), "llama.cpp should accept {text:?}");
+    }
+    for text in NOT_CITING {
+        assert!(!admits(citing(), text), "llama.cpp should reject {text:?}");
+    }
 }
 
 // --- A small GBNF interpreter: enough of llama.cpp's syntax for what grammar.rs writes.

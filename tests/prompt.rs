@@ -421,7 +421,8 @@ fn every_builtin_template_is_registered_and_compiles() {
             "llama3/chat.j2",
             "chatml.j2",
             "tools/pythonic.j2",
-            "tools/result_as_user.j2"
+            "tools/result_as_user.j2",
+            "agent/answer.j2"
         ]
     );
     for (name, source) in TEMPLATES {
@@ -433,4 +434,17 @@ fn every_builtin_template_is_registered_and_compiles() {
     // Compiling happens in the constructors; each template is rendered by a test above.
     ChatTemplate::llama3();
     ChatTemplate::new(None, "", "").unwrap();
+}
+
+#[test]
+fn the_answer_instruction_names_the_question_and_the_source_range() {
+    let text = ChatTemplate::llama3()
+        .answer_instruction("When is the midterm?", 3)
+        .unwrap();
+    assert_eq!(
+        text,
+        "Answer this question from the numbered sources above: When is the midterm?\n\
+         After each fact, write the number of its source in brackets, like [1]. Use only sources \
+         1 to 3. If the sources do not say, answer that the notes do not say."
+    );
 }

@@ -4,7 +4,9 @@
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
-use super::{ChatModel, Completion, EngineError, GenerateRequest, GenerationStats, StopReason};
+use super::{
+    ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, StopReason,
+};
 
 /// Replays replies in order and records every prompt it was given.
 #[derive(Debug, Default)]
@@ -12,6 +14,8 @@ pub struct ScriptedModel {
     replies: VecDeque<String>,
     /// Every prompt seen, in order.
     pub prompts: Vec<String>,
+    /// The grammar each generation was asked to follow (a scripted reply ignores it).
+    pub constraints: Vec<Option<Constraint>>,
     context: usize,
 }
 
@@ -25,6 +29,7 @@ impl ScriptedModel {
         ScriptedModel {
             replies: replies.into_iter().map(Into::into).collect(),
             prompts: Vec::new(),
+            constraints: Vec::new(),
             context,
         }
     }
@@ -38,6 +43,7 @@ impl ChatModel for ScriptedModel {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError> {
         self.prompts.push(prompt.to_string());
+        self.constraints.push(request.constraint.clone());
         let reply = self.replies.pop_front().ok_or_else(|| {
             EngineError::Backend(format!(
                 "scripted model ran out of replies at call {}",

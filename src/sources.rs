@@ -1,0 +1,364 @@
+//! Numbered sources: the passages and notes the vault tools returned during one turn, shown to
+//! the model as `[1]`, `[2]` … and turned into citations by the numbers the answer writes.
+//!
+//! A passage returned twice keeps its first number, so numbers are stable across steps. Every
+//! note URI a result mentions (sources, links, backlinks) is remembered: those are the only
+//! references the decision grammar lets the model pass to a tool.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use obsidian_kb::api;
+use regex::Regex;
+use serde::Serialize;
+
+use crate::vault::VaultResult;
+
+/// One numbered source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// Its number, from 1.
+    pub number: usize,
+    /// The note's `note://` URI.
+    pub uri: String,
+    /// The note's title.
+    pub title: String,
+    /// Headings above the passage, outermost first (empty: the whole note, or its opening).
+    pub heading_path: Vec<String>,
+    /// `obsidian://open` link to the note at that heading.
+    pub link: String,
+    /// What the model was shown.
+    pub text: String,
+}
+
+impl Source {
+    /// `Title › Heading › Subheading`.
+    pub fn label(&self) -> String {
+        label(&self.title, &self.heading_path)
+    }
+}
+
+/// `Title › Heading › Subheading`, without a first heading that only repeats the title (the
+/// usual `# Title` line).
+pub fn label(title: &str, heading_path: &[String]) -> String {
+    let mut headings = heading_path.iter().map(String::as_str).peekable();
+    if headings.peek() == Some(&title) {
+        headings.next();
+    }
+    std::iter::once(title)
+        .chain(headings)
+        .collect::<Vec<_>>()
+        .join(" › ")
+}
+
+/// A source as the user sees it after the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Citation {
+    /// The source's number in the answer (`[n]`).
+    pub number: usize,
+    /// The note's title.
+    pub title: String,
+    /// Headings above the passage, outermost first.
+    pub heading_path: Vec<String>,
+    /// The note's `note://` URI.
+    pub uri: String,
+    /// `obsidian://open` link to the note at that heading.
+    pub link: String,
+    /// True when the answer cites it; false when the answer cited nothing and this is one of
+    /// the sources it was given.
+    pub cited: bool,
+}
+
+/// The sources of one turn, in the order they were first returned.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    list: Vec<Source>,
+    references: Vec<String>,
+}
+
+impl Citation {
+    /// `Title › Heading › Subheading`.
+    pub fn label(&self) -> String {
+        label(&self.title, &self.heading_path)
+    }
+}
+
+impl Sources {
+    /// Every source so far.
+    pub fn list(&self) -> &[Source] {
+        &self.list
+    }
+
+    /// Note URIs seen in results so far, in order first seen.
+    pub fn references(&self) -> &[String] {
+        &self.references
+    }
+
+    /// Adds what a vault result carries and returns its text for the model: sources numbered,
+    /// links as a list of references.
+    pub fn add(&mut self, result: &VaultResult) -> String {
+        match result {
+            VaultResult::Search(out) => self.add_search(out),
+            VaultResult::Read(out) => self.add_read(out),
+            VaultResult::Links(out) => self.add_links(out),
+            VaultResult::List(out) => self.add_list(out),
+        }
+    }
+
+    fn add_search(&mut self, out: &api::SearchOutput) -> String {
+        if out.hits.is_empty() {
+            return "No passage matches. Try other words.".to_string();
+        }
+        let rendered: Vec<String> = out
+            .hits
+            .iter()
+            .map(|hit| {
+                let n = self.insert(Source {
+                    number: 0,
+                    uri: hit.uri.clone(),
+                    title: hit.title.clone(),
+                    heading_path: hit.heading_path.clone(),
+                    link: hit.link.clone(),
+                    text: hit.passage.trim().to_string(),
+                });
+                self.render(n)
+            })
+            .collect();
+        rendered.join("\n\n")
+    }
+
+    fn add_read(&mut self, out: &api::ReadOutput) -> String {
+        let n = self.insert(Source {
+            number: 0,
+            uri: out.uri.clone(),
+            title: out.title.clone(),
+            heading_path: Vec::new(),
+            link: out.link.clone(),
+            text: out.content.trim().to_string(),
+        });
+        let mut text = self.render(n);
+        if let Some(next) = out.next_offset {
+            let _ = write!(
+                text,
+                "\n[{} more characters: read_note(uri=\"{}\", offset={next})]",
+                out.total_chars.saturating_sub(next),
+                out.uri
+            );
+        }
+        text
+    }
+
+    fn add_links(&mut self, out: &api::LinksOutput) -> String {
+        let mut text = format!("Links of {}:", out.uri);
+        for link in &out.outgoing {
+            if let Some(uri) = &link.uri {
+                self.remember(uri);
+                let _ = write!(text, "\n- links to {uri}");
+            }
+        }
+        for back in &out.backlinks {
+            self.remember(&back.uri);
+            let _ = write!(text, "\n- linked from {} ({})", back.title, back.uri);
+        }
+        text
+    }
+
+    fn add_list(&mut self, out: &api::ListOutput) -> String {
+        let mut text = format!("{} notes:", out.notes.len());
+        for note in &out.notes {
+            self.remember(&note.uri);
+            let _ = write!(text, "\n- {} ({})", note.title, note.uri);
+        }
+        text
+    }
+
+    /// The source's number: an existing one for the same note and heading path with the same
+    /// text, else a new one.
+    fn insert(&mut self, mut source: Source) -> usize {
+        self.remember(&source.uri);
+        if let Some(known) = self.list.iter().find(|s| {
+            s.uri == source.uri && s.heading_path == source.heading_path && s.text == source.text
+        }) {
+            return known.number;
+        }
+        source.number = self.list.len() + 1;
+        self.list.push(source);
+        self.list.len()
+    }
+
+    fn remember(&mut self, uri: &str) {
+        if !self.references.iter().any(|r| r == uri) {
+            self.references.push(uri.to_string());
+        }
+    }
+
+    /// `[n] Title › Heading (note://…)` and the text under it.
+    fn render(&self, number: usize) -> String {
+        let source = &self.list[number - 1];
+        format!(
+            "[{number}] {} ({})\n{}",
+            source.label(),
+            source.uri,
+            source.text
+        )
+    }
+
+    /// The citations for `answer`: the sources it cites by number (`[2]`, `[1, 3]`, `[1][3]`),
+    /// in number order; when it cites none, every source it was given, marked uncited.
+    pub fn citations(&self, answer: &str) -> Vec<Citation> {
+        let cited = cited_numbers(answer);
+        let cited: Vec<&Source> = self
+            .list
+            .iter()
+            .filter(|s| cited.contains(&s.number))
+            .collect();
+        let (chosen, marked) = if cited.is_empty() {
+            (self.list.iter().collect(), false)
+        } else {
+            (cited, true)
+        };
+        chosen
+            .into_iter()
+            .map(|s| Citation {
+                number: s.number,
+                title: s.title.clone(),
+                heading_path: s.heading_path.clone(),
+                uri: s.uri.clone(),
+                link: s.link.clone(),
+                cited: marked,
+            })
+            .collect()
+    }
+}
+
+/// The source numbers written in brackets: `[2]`, `[1, 3]`, `[1; 2]`, `[2-4]`, `[source 2]`.
+pub fn cited_numbers(text: &str) -> BTreeSet<usize> {
+    static CITE: LazyLock<Regex> = LazyLock::new(|| {
+        // Small models decorate the number: `[source 2]`, `[Note: 1]`.
+        Regex::new(
+            r"(?i)\[\s*(?:(?:sources?|notes?|ref)\s*:?\s*)?(\d{1,3}(?:\s*(?:[,;]|-|–)\s*\d{1,3})*)\s*\]",
+        )
+        .expect("valid regex")
+    });
+    let mut numbers = BTreeSet::new();
+    for caps in CITE.captures_iter(text) {
+        for part in caps[1].split([',', ';']) {
+            let bounds: Vec<usize> = part
+                .split(['-', '–'])
+                .filter_map(|n| n.trim().parse().ok())
+                .collect();
+            match bounds.as_slice() {
+                [n] => {
+                    numbers.insert(*n);
+                }
+                [a, b] if a <= b && b - a < 20 => numbers.extend(*a..=*b),
+                _ => {}
+            }
+        }
+    }
+    numbers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(uri: &str, heading: &[&str], passage: &str) -> api::SearchHit {
+        api::SearchHit {
+            uri: uri.into(),
+            title: uri.trim_start_matches("note://").into(),
+            heading_path: heading.iter().map(|h| h.to_string()).collect(),
+            passage: passage.into(),
+            score: 1.0,
+            link: format!("obsidian://open?vault=v&file={}", uri.len()),
+        }
+    }
+
+    fn search(hits: Vec<api::SearchHit>) -> VaultResult {
+        VaultResult::Search(api::SearchOutput { hits })
+    }
+
+    #[test]
+    fn cited_numbers_reads_lists_ranges_and_ignores_links() {
+        let numbers =
+            cited_numbers("A [1], b [2, 4] and [3-5][7]; not [x] or [[Note]] or [10000].");
+        assert_eq!(numbers.into_iter().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 7]);
+        assert!(cited_numbers("[[wiki]] and [text](url)").is_empty());
+    }
+
+    #[test]
+    fn sources_are_numbered_once_and_rendered_with_their_heading_path() {
+        let mut sources = Sources::default();
+        let text = sources.add(&search(vec![
+            hit(
+                "note://Exams",
+                &["Biology", "Midterm"],
+                "Room 204, March 3.",
+            ),
+            hit("note://Cells", &[], "Cells are small."),
+        ]));
+        assert_eq!(
+            text,
+            "[1] Exams › Biology › Midterm (note://Exams)\nRoom 204, March 3.\n\n\
+             [2] Cells (note://Cells)\nCells are small."
+        );
+        // The same passage again keeps its number; a new one gets the next.
+        let text = sources.add(&search(vec![
+            hit("note://Cells", &[], "Cells are small."),
+            hit("note://Cells", &["Parts"], "Nucleus."),
+        ]));
+        assert!(
+            text.starts_with("[2] Cells") && text.contains("[3] Cells › Parts"),
+            "{text}"
+        );
+        assert_eq!(sources.list().len(), 3);
+        assert_eq!(sources.references(), ["note://Exams", "note://Cells"]);
+    }
+
+    #[test]
+    fn citations_are_the_cited_sources_else_all_given_marked_uncited() {
+        let mut sources = Sources::default();
+        sources.add(&search(vec![
+            hit("note://A", &["H"], "a"),
+            hit("note://B", &[], "b"),
+            hit("note://C", &[], "c"),
+        ]));
+        let cited = sources.citations("It is a [1] and c [3]. Not [9].");
+        let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
+        assert_eq!(numbers, [1, 3]);
+        assert!(cited.iter().all(|c| c.cited));
+        assert_eq!(cited[0].heading_path, ["H"]);
+
+        let given = sources.citations("No numbers here.");
+        assert_eq!(given.len(), 3);
+        assert!(given.iter().all(|c| !c.cited));
+    }
+
+    #[test]
+    fn links_and_listings_add_references_not_sources() {
+        let mut sources = Sources::default();
+        let text = sources.add(&VaultResult::Links(api::LinksOutput {
+            uri: "note://A".into(),
+            outgoing: vec![
+                api::OutgoingLink {
+                    target: "B".into(),
+                    uri: Some("note://B".into()),
+                },
+                api::OutgoingLink {
+                    target: "gone".into(),
+                    uri: None,
+                },
+            ],
+            backlinks: vec![api::Backlink {
+                uri: "note://C".into(),
+                title: "C".into(),
+            }],
+            outgoing_total: 2,
+            backlinks_total: 1,
+        }));
+        assert!(text.contains("links to note://B") && text.contains("linked from C"));
+        assert!(sources.list().is_empty());
+        assert_eq!(sources.references(), ["note://B", "note://C"]);
+    }
+}
