@@ -225,3 +225,56 @@ fn a_target_that_matches_nothing_fails_and_says_so_before_loading_a_model() {
         "{stderr}"
     );
 }
+
+/// "Obsidian Sync" is a folder and, by alias, a note elsewhere: the exact folder name wins, a
+/// note named exactly wins over both, and stderr says which was chosen. The model path does
+/// not exist, so the run stops right after the choice.
+#[test]
+fn an_exact_folder_name_wins_over_an_alias_and_the_choice_is_said() {
+    let vault = tempfile::tempdir().unwrap();
+    let root = vault.path();
+    std::fs::create_dir(root.join("Obsidian Sync")).unwrap();
+    std::fs::write(
+        root.join("Obsidian Sync/Plans.md"),
+        "# Plans\n\nTwo plans.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("Obsidian Sync/Setup.md"), "# Setup\n\nLog in.\n").unwrap();
+    std::fs::write(
+        root.join("Introduction to Obsidian Sync.md"),
+        "---\naliases: [Obsidian Sync]\n---\n# Intro\n\nSync keeps vaults alike.\n",
+    )
+    .unwrap();
+    let choose = |target: &str| {
+        let output = recall(&[
+            "summarize",
+            target,
+            "--model",
+            "/nonexistent/model.gguf",
+            "--vault",
+            root.to_str().unwrap(),
+        ]);
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = choose("Obsidian Sync");
+    assert!(
+        stderr.contains("\"Obsidian Sync\" is a folder and also matches the note note://Introduction to Obsidian Sync by alias; using the folder"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the notes in folder \"Obsidian Sync\" (2)"),
+        "{stderr}"
+    );
+    // The alias alone, with no folder of that name, still finds the note.
+    let stderr = choose("introduction to obsidian sync");
+    assert!(
+        stderr.contains("using the note note://Introduction to Obsidian Sync"),
+        "{stderr}"
+    );
+    // A note named exactly wins, and says so.
+    let stderr = choose("Plans");
+    assert!(
+        stderr.contains("using the note note://Obsidian Sync/Plans"),
+        "{stderr}"
+    );
+}
