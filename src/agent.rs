@@ -25,7 +25,7 @@ use crate::engine::{
     ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
     StopReason,
 };
-use crate::grammar::{ROOT, ToolGrammar, ValueDomains, answer_grammar};
+use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains};
 use crate::mcp::{ToolHost, ToolRoute};
 use crate::parse::{Reply, ReplyStart, check_call, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
@@ -363,7 +363,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let mut request = self.request(self.options.answer_tokens);
         request.constraint = Some(Constraint {
-            gbnf: answer_grammar(sources.list().len()),
+            gbnf: ANSWER_GBNF.to_string(),
             root: ROOT.to_string(),
             lazy_patterns: Vec::new(),
         });

@@ -51,25 +51,6 @@ first ::= [^\[<\x00-\x20]
 rest ::= [^\x00]*
 "#;
 
-/// The answer grammar for a turn with `sources` numbered sources: [`ANSWER_GBNF`], and when
-/// there are sources, the reply cannot end before it has cited one of them as `[n]` (n from 1
-/// to `sources`). Small models that never cite on their own then cite what they used, and
-/// cannot cite a number that does not exist.
-pub fn answer_grammar(sources: usize) -> String {
-    if sources == 0 {
-        return ANSWER_GBNF.to_string();
-    }
-    format!(
-        "root ::= [ \\t\\n]* first before cite after\n\
-         first ::= [^\\[<\\x00-\\x20]\n\
-         before ::= [^\\x00]*\n\
-         cite ::= \"[\" source \"]\"\n\
-         source ::= {}\n\
-         after ::= [^\\x00]*\n",
-        integer_range(1, sources as u64).join(" | ")
-    )
-}
-
 /// Shared value rules. Strings are Python/JSON literals in either quote style; booleans and null
 /// are Python's (`True`, `False`, `None`, as Meta's examples write them). Repetition counts are
 /// bounded so a small model cannot loop on digits.

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains, answer_grammar};
+use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains};
 use recall::parse::{Reply, check_call, parse_reply};
 use recall::tool::ToolSpec;
 use regex::Regex;
@@ -325,32 +325,7 @@ fn answer_grammar_admits_prose_and_citations_but_no_call() {
     for text in NOT_ANSWERS {
         assert!(!accepts(text), "should reject {text:?}");
     }
-    // With three sources the answer must cite one of them before it may end.
-    let rules = parse_gbnf(&answer_grammar(3));
-    let accepts = |text: &str| {
-        let chars: Vec<char> = text.chars().collect();
-        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
-    };
-    for text in CITING {
-        assert!(accepts(text), "should accept {text:?}");
-    }
-    for text in NOT_CITING {
-        assert!(!accepts(text), "should reject {text:?}");
-    }
 }
-
-const CITING: [&str; 3] = [
-    "Room B204 [2].",
-    "It is [1] and [3], see [[Note]].",
-    "Thursday [3]",
-];
-
-const NOT_CITING: [&str; 4] = [
-    "Room B204.",
-    "Room B204 [4].",
-    "[1] Room B204.",
-    "Room [0] and [10].",
-];
 
 const ANSWERS: [&str; 5] = [
     "The midterm is on March 3 [1].",
@@ -403,14 +378,6 @@ fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model:
     }
     for text in NOT_ANSWERS {
         assert!(!admits(answer(), text), "llama.cpp should reject {text:?}");
-    }
-    let citing = answer_grammar(3);
-    let citing = || LlamaSampler::grammar(model, &citing, "root").expect("llama.cpp parses it");
-    for text in CITING {
-        assert!(admits(citing(), text), "llama.cpp should accept {text:?}");
-    }
-    for text in NOT_CITING {
-        assert!(!admits(citing(), text), "llama.cpp should reject {text:?}");
     }
 }
 
