@@ -11,12 +11,15 @@ use recall::tool::ToolSpec;
 use regex::Regex;
 use serde_json::json;
 
-fn tools() -> Vec<ToolSpec> {
-    let spec = |name: &str, schema: serde_json::Value| ToolSpec {
+fn spec(name: &str, schema: serde_json::Value) -> ToolSpec {
+    ToolSpec {
         name: name.into(),
         description: format!("{name} tool"),
         input_schema: schema,
-    };
+    }
+}
+
+fn tools() -> Vec<ToolSpec> {
     vec![
         spec(
             "get_weather",
@@ -175,8 +178,6 @@ fn llama_cpp_agrees_with_the_grammar() {
     use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::sampling::LlamaSampler;
     use llama_cpp_2::token::LlamaToken;
-    use llama_cpp_2::token::data::LlamaTokenData;
-    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/models/tiny-llama3.gguf");
     assert!(
@@ -186,22 +187,9 @@ fn llama_cpp_agrees_with_the_grammar() {
     let mut backend = LlamaBackend::init().unwrap();
     backend.void_logs();
     let model = LlamaModel::load_from_file(&backend, path, &LlamaModelParams::default()).unwrap();
-    let vocab = model.vocab();
-    let eot = LlamaToken(128009);
-    assert!(vocab.is_eog(eot));
+    assert!(model.vocab().is_eog(LlamaToken(128009)));
     let g = ToolGrammar::new(&tools()).unwrap();
-
-    // Whether llama.cpp's sampler takes every token of `text` and then allows end-of-turn.
-    let admits = |mut sampler: LlamaSampler, text: &str| {
-        for token in vocab.tokenize(text.as_bytes(), false, true) {
-            if sampler.try_accept(token).is_err() {
-                return false;
-            }
-        }
-        let mut end = LlamaTokenDataArray::new(vec![LlamaTokenData::new(eot, 1.0, 0.0)], false);
-        sampler.apply(&mut end);
-        end.data[0].logit() > f32::NEG_INFINITY
-    };
+    let admits = |sampler: LlamaSampler, text: &str| admits(&model, sampler, text);
     let strict =
         || LlamaSampler::grammar(&model, &g.gbnf, g.root).expect("llama.cpp parses the grammar");
     let lazy = || {
@@ -243,11 +231,6 @@ fn llama_cpp_agrees_with_the_grammar() {
 
 /// The vault server's shape: a note reference, a bounded limit, an optional section.
 fn vault_tools() -> Vec<ToolSpec> {
-    let spec = |name: &str, schema: serde_json::Value| ToolSpec {
-        name: name.into(),
-        description: format!("{name} tool"),
-        input_schema: schema,
-    };
     vec![
         spec(
             "search_notes",
@@ -344,25 +327,32 @@ const NOT_ANSWERS: [&str; 6] = [
     "   ",
 ];
 
-/// Part of `llama_cpp_agrees_with_the_grammar` (llama.cpp's backend starts once per process).
-fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model::LlamaModel) {
-    use llama_cpp_2::sampling::LlamaSampler;
+/// Whether llama.cpp's sampler takes every token of `text` and then allows end-of-turn.
+fn admits(
+    model: &llama_cpp_2::model::LlamaModel,
+    mut sampler: llama_cpp_2::sampling::LlamaSampler,
+    text: &str,
+) -> bool {
     use llama_cpp_2::token::LlamaToken;
     use llama_cpp_2::token::data::LlamaTokenData;
     use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
-    let vocab = model.vocab();
     let eot = LlamaToken(128009);
-    let admits = |mut sampler: LlamaSampler, text: &str| {
-        for token in vocab.tokenize(text.as_bytes(), false, true) {
-            if sampler.try_accept(token).is_err() {
-                return false;
-            }
+    for token in model.vocab().tokenize(text.as_bytes(), false, true) {
+        if sampler.try_accept(token).is_err() {
+            return false;
         }
-        let mut end = LlamaTokenDataArray::new(vec![LlamaTokenData::new(eot, 1.0, 0.0)], false);
-        sampler.apply(&mut end);
-        end.data[0].logit() > f32::NEG_INFINITY
-    };
+    }
+    let mut end = LlamaTokenDataArray::new(vec![LlamaTokenData::new(eot, 1.0, 0.0)], false);
+    sampler.apply(&mut end);
+    end.data[0].logit() > f32::NEG_INFINITY
+}
+
+/// Part of `llama_cpp_agrees_with_the_grammar` (llama.cpp's backend starts once per process).
+fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model::LlamaModel) {
+    use llama_cpp_2::sampling::LlamaSampler;
+
+    let admits = |sampler: LlamaSampler, text: &str| admits(model, sampler, text);
     let g =
         ToolGrammar::with_domains(&vault_tools(), &known(&["note://A b", "note://Café"])).unwrap();
     let calls = || LlamaSampler::grammar(model, &g.gbnf, g.root).expect("llama.cpp parses it");
