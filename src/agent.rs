@@ -461,10 +461,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let mut records = Vec::new();
         let mut texts = Vec::new();
         for ((call, out), route) in calls.iter().zip(&results).zip(routes) {
-            let before = sources.references().len();
-            let text = match vault.and_then(|v| v.result(call, out)) {
-                Some(result) => sources.add(&result),
-                None => out.text.clone(),
+            let (text, notes) = match vault.and_then(|v| v.result(call, out)) {
+                Some(result) => (sources.add(&result), result.notes()),
+                None => (out.text.clone(), Vec::new()),
             };
             records.push(CallRecord {
                 name: call.name.clone(),
@@ -472,7 +471,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 server: route.map(|r| r.server),
                 ok: !out.is_error,
                 result_chars: text.chars().count(),
-                notes: sources.references()[before..].to_vec(),
+                notes,
                 elapsed,
             });
             texts.push(ResultText {

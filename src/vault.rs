@@ -57,6 +57,31 @@ pub enum VaultResult {
     List(api::ListOutput),
 }
 
+impl VaultResult {
+    /// The `note://` URIs the result carries, in order, each once: passages' notes, the note
+    /// read, linked and linking notes, listed notes.
+    pub fn notes(&self) -> Vec<String> {
+        let uris: Vec<&str> = match self {
+            VaultResult::Search(out) => out.hits.iter().map(|h| h.uri.as_str()).collect(),
+            VaultResult::Read(out) => vec![out.uri.as_str()],
+            VaultResult::Links(out) => out
+                .outgoing
+                .iter()
+                .filter_map(|l| l.uri.as_deref())
+                .chain(out.backlinks.iter().map(|b| b.uri.as_str()))
+                .collect(),
+            VaultResult::List(out) => out.notes.iter().map(|n| n.uri.as_str()).collect(),
+        };
+        let mut notes: Vec<String> = Vec::new();
+        for uri in uris {
+            if !notes.iter().any(|n| n == uri) {
+                notes.push(uri.to_string());
+            }
+        }
+        notes
+    }
+}
+
 impl VaultTools {
     /// The vault server among `host`'s: the server that offers `search_notes`, with every
     /// contract tool it offers. `None` when no server does.
