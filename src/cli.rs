@@ -89,6 +89,13 @@ pub struct ServerArgs {
     /// Approve calls to tools of servers not marked readOnly without asking.
     #[arg(long)]
     pub yes: bool,
+    /// The bundled vault server's embedding model (a GGUF such as all-MiniLM-L6-v2), for search
+    /// by meaning as well as by words (default: models/all-MiniLM-L6-v2.gguf when present).
+    #[arg(long, env = "RECALL_EMBEDDING_MODEL", value_name = "GGUF")]
+    pub embedding_model: Option<PathBuf>,
+    /// The bundled vault server searches by words alone.
+    #[arg(long, conflicts_with = "embedding_model")]
+    pub no_embeddings: bool,
 }
 
 /// Flags of the agent loop.
@@ -209,6 +216,9 @@ pub enum Command {
         /// The vault folder.
         #[arg(long)]
         vault: PathBuf,
+        /// The embedding model for search by meaning (none: by words alone).
+        #[arg(long, value_name = "GGUF")]
+        embedding_model: Option<PathBuf>,
     },
 }
 

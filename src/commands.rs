@@ -136,15 +136,42 @@ fn hf_cached(repo: &str, file: &str) -> Option<PathBuf> {
     hf_hub::Cache::from_env().model(repo.to_string()).get(file)
 }
 
+/// How long the bundled server's searches wait for its first embedding pass: recall's first
+/// question is asked right after the server starts, and a small or cached vault is embedded
+/// well within this; a large vault's first pass is not waited for past it.
+const VAULT_EMBEDDING_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `recall mcp-vault-server`: the bundled vault server, as a child process of this binary.
-pub fn mcp_vault_server(vault: PathBuf) -> Result<()> {
+pub fn mcp_vault_server(vault: PathBuf, embedding_model: Option<PathBuf>) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(obsidian_kb::serve_stdio(vault))
+    runtime.block_on(obsidian_kb::serve_stdio(obsidian_kb::ServeOptions {
+        embedding_model,
+        embedding_wait: VAULT_EMBEDDING_WAIT,
+        ..obsidian_kb::ServeOptions::new(vault)
+    }))
+}
+
+/// The bundled vault server's embedding model: the one asked for, else the default file in a
+/// local models folder when there is one, else none (search by words alone).
+fn embedding_model(args: &ServerArgs) -> Option<PathBuf> {
+    if args.no_embeddings {
+        return None;
+    }
+    args.embedding_model.clone().or_else(|| {
+        crate::engine::catalog::local_model_dirs()
+            .into_iter()
+            .map(|dir| dir.join(crate::engine::catalog::DEFAULT_EMBEDDING_MODEL_FILE))
+            .find(|p| p.is_file())
+    })
 }
 
 /// Starts every configured tool server (concurrently) on a fresh runtime.
 pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
-    let config = config::load(args.config.as_deref(), args.vault.as_deref())?;
+    let config = config::load(
+        args.config.as_deref(),
+        args.vault.as_deref(),
+        embedding_model(args).as_deref(),
+    )?;
     for warning in &config.warnings {
         eprintln!("recall: {warning}");
     }

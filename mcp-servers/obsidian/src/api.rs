@@ -191,6 +191,33 @@ pub struct SearchHit {
 pub struct SearchOutput {
     /// Hits, best first.
     pub hits: Vec<SearchHit>,
+    /// How these hits were ranked: `hybrid` (words and meaning fused) or `lexical` (words
+    /// alone: no embedding model, or its vectors are not ready yet).
+    #[serde(default)]
+    pub ranking: Ranking,
+    /// Passages embedded so far and in all, while an embedding model is in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedded: Option<EmbeddingProgress>,
+}
+
+/// How search hits were ranked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Ranking {
+    /// BM25F over titles, aliases, headings, tags and text.
+    #[default]
+    Lexical,
+    /// BM25F and embedding similarity, fused by reciprocal rank.
+    Hybrid,
+}
+
+/// How far the background embedding has come.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EmbeddingProgress {
+    /// Passages with a vector.
+    pub passages: usize,
+    /// Passages in the vault.
+    pub total: usize,
 }
 
 /// One note in a listing.

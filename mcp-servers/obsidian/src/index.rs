@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crate::api;
@@ -14,6 +14,7 @@ use crate::resolve::{self, Names, NoteNames, RefError, Target};
 use crate::search::{self, DocTerms, SearchIndex, Tokenizer};
 use crate::tags;
 use crate::vault::{self, FoundFile, Vault, VaultError};
+use crate::vectors::NoteMatch;
 
 /// One indexed note.
 #[derive(Debug)]
@@ -36,6 +37,9 @@ pub struct NoteEntry {
     folded_names: Vec<String>,
     /// The key in comparison form.
     folded_key: String,
+    /// Unique to this reading of the note: a re-read note gets a new one, so whoever keeps
+    /// something derived from the note (its passage vectors) knows when to redo it.
+    pub version: u64,
 }
 
 impl NoteEntry {
@@ -68,6 +72,46 @@ impl NoteEntry {
         self.text.get(self.parsed.body_start..).unwrap_or("")
     }
 
+    /// The note cut into passages (sections, long ones split), as search hits show them.
+    pub fn passages(&self) -> Vec<note::Passage> {
+        note::passages(self.body(), &self.parsed.headings, api::PASSAGE_CHARS)
+    }
+
+    /// The heading path (without empty headings) and text of passage `p`.
+    pub fn passage_parts(&self, p: &note::Passage) -> (Vec<String>, String) {
+        let path = p
+            .heading_path(&self.parsed.headings)
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect();
+        (path, p.text(self.body()).to_string())
+    }
+
+    /// What is embedded for each passage: the title, the heading path and the text, so a
+    /// section is found by what its note and headings say it is about. A note without body
+    /// text gives one text, its title, so it can still be found by meaning.
+    pub fn embedding_texts(&self) -> Vec<String> {
+        let passages = self.passages();
+        if passages.is_empty() {
+            return vec![self.title.clone()];
+        }
+        let title = note::normalize_heading(&self.title);
+        passages
+            .iter()
+            .map(|p| {
+                let (path, text) = self.passage_parts(p);
+                let mut s = self.title.clone();
+                for h in path.iter().filter(|h| note::normalize_heading(h) != title) {
+                    s.push_str(" › ");
+                    s.push_str(h);
+                }
+                s.push('\n');
+                s.push_str(&text);
+                s
+            })
+            .collect()
+    }
+
     fn names(&self) -> NoteNames<'_> {
         NoteNames {
             key: &self.key,
@@ -96,6 +140,30 @@ pub struct BuildStats {
     pub walk_elapsed: std::time::Duration,
     /// Wall time of the walk plus the parallel read/parse/tokenise phase (the rest is merging).
     pub parse_elapsed: std::time::Duration,
+}
+
+/// How far down each ranking reciprocal-rank fusion looks.
+const FUSION_DEPTH: usize = 100;
+/// Reciprocal-rank fusion's constant (the usual 60): how slowly a lower rank loses weight.
+const RRF_K: f32 = 60.0;
+/// Cosine similarity below which a note is not taken as related by meaning at all, so a query
+/// about nothing in the vault does not return whatever is least unrelated. With
+/// all-MiniLM-L6-v2 a short question and the long passage answering it can score as low as
+/// 0.16 (the sample vault's office-hours question), while unrelated notes score near 0.
+const MIN_SIMILARITY: f32 = 0.1;
+
+fn rrf(rank: usize) -> f32 {
+    1.0 / (RRF_K + rank as f32 + 1.0)
+}
+
+/// One note's standing in the fused ranking.
+#[derive(Debug, Default, Clone, Copy)]
+struct Fused {
+    score: f32,
+    /// Its rank by words.
+    lexical: Option<usize>,
+    /// Its rank by meaning, its best passage then and the note version that was embedded.
+    semantic: Option<(usize, usize, u64)>,
 }
 
 /// A search hit: a note and its passage that best matches the query.
@@ -131,6 +199,9 @@ pub struct VaultIndex {
     ordered: BTreeMap<(String, String), u32>,
     names: Names,
     search: SearchIndex,
+    /// Bumped by every change of the notes, so a watcher of the index can tell cheaply
+    /// whether anything changed since it last looked.
+    generation: u64,
 }
 
 /// A note read and parsed off-lock, or why it could not be.
@@ -168,6 +239,7 @@ fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTe
     let tags_field = parsed.tags.join(" ").replace('/', " ");
     let body = text.get(parsed.body_start..).unwrap_or("");
     let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);
+    static VERSIONS: AtomicU64 = AtomicU64::new(1);
     let mut folded_names = vec![resolve::fold(&title)];
     folded_names.extend(parsed.frontmatter.aliases.iter().map(|a| resolve::fold(a)));
     let entry = NoteEntry {
@@ -180,6 +252,7 @@ fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTe
         modified: f.modified,
         parsed,
         text,
+        version: VERSIONS.fetch_add(1, Ordering::Relaxed),
     };
     (entry, terms)
 }
@@ -242,6 +315,7 @@ impl VaultIndex {
             ordered: BTreeMap::new(),
             names: Names::default(),
             search: SearchIndex::default(),
+            generation: 0,
         };
         let parse_elapsed = t0.elapsed();
         let mut stats = BuildStats {
@@ -292,6 +366,7 @@ impl VaultIndex {
         self.ordered
             .insert((entry.key.clone(), entry.rel.clone()), id);
         self.slots[id as usize] = Some(entry);
+        self.generation += 1;
         id
     }
 
@@ -302,7 +377,23 @@ impl VaultIndex {
             self.ordered.remove(&(old.key.clone(), old.rel.clone()));
             self.search.remove(id);
             self.by_rel.remove(&old.rel);
+            self.generation += 1;
         }
+    }
+
+    /// A number that changes whenever a note is added, changed or removed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Every note, in no particular order.
+    pub fn notes(&self) -> impl Iterator<Item = &NoteEntry> {
+        self.slots.iter().flatten()
+    }
+
+    /// A note's id by its on-disk vault-relative path.
+    pub fn id_of(&self, rel: &str) -> Option<u32> {
+        self.by_rel.get(rel).copied()
     }
 
     /// The vault.
@@ -522,49 +613,114 @@ impl VaultIndex {
         out
     }
 
-    /// Ranked full-text search with optional folder and tag filters: the best `limit` notes,
-    /// each with its passage that best matches the query.
+    /// Ranked search with optional folder and tag filters: the best `limit` notes, each with
+    /// its passage that best matches the query.
+    ///
+    /// Lexical (BM25F over titles, aliases, headings, tags and text) alone, or, given
+    /// `semantic` (every note's best passage by cosine similarity to the query, best first,
+    /// from [`crate::vectors::VectorStore::rank`]), both rankings fused by reciprocal rank: a
+    /// note found by meaning but sharing no word with the query still comes up, and one both
+    /// rankings like comes first. A note whose title or alias is the query goes first either
+    /// way, so exact names still win.
     pub fn search(
         &self,
         query: &str,
         limit: usize,
         folder: Option<&str>,
         tag: Option<&str>,
+        semantic: Option<&[NoteMatch]>,
     ) -> Vec<Hit> {
         let mut tok = Tokenizer::default();
         let terms = tok.query_terms(query);
-        if terms.is_empty() {
+        let semantic = semantic.filter(|s| !s.is_empty());
+        if terms.is_empty() && semantic.is_none() {
             return Vec::new();
         }
         let folder = folder.map(folder_filter);
         let tag = tag.map(tags::normalize);
+        let keep = |e: &NoteEntry| self.keep(e, folder.as_deref(), tag.as_deref());
         let exact = resolve::fold(query.trim());
-        let mut scored = self.search.search(&terms, |d| {
-            self.get(d)
-                .is_some_and(|e| self.keep(e, folder.as_deref(), tag.as_deref()))
-        });
-        // An exact title or alias match goes first.
-        for s in &mut scored {
-            if let Some(e) = self.get(s.doc)
-                && e.folded_names.contains(&exact)
-            {
+        let is_exact = |id: u32| {
+            self.get(id)
+                .is_some_and(|e| e.folded_names.contains(&exact))
+        };
+        let mut lexical = self
+            .search
+            .search(&terms, |d| self.get(d).is_some_and(keep));
+        for s in &mut lexical {
+            if is_exact(s.doc) {
                 s.score *= 2.0;
             }
         }
-        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        lexical.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
-        scored
+        let lexical_hit = |id: u32, score: f32, tok: &mut Tokenizer| {
+            let e = self.get(id)?;
+            let (heading_path, passage) = best_passage(e, tok, &terms, &weights);
+            Some(Hit {
+                id,
+                score,
+                heading_path,
+                passage,
+            })
+        };
+        let Some(semantic) = semantic else {
+            return lexical
+                .into_iter()
+                .take(limit)
+                .filter_map(|s| lexical_hit(s.doc, s.score, &mut tok))
+                .collect();
+        };
+
+        // Reciprocal-rank fusion over the head of each ranking.
+        let mut fused: HashMap<u32, Fused> = HashMap::new();
+        for (rank, s) in lexical.iter().take(FUSION_DEPTH).enumerate() {
+            let f = fused.entry(s.doc).or_default();
+            f.score += rrf(rank);
+            f.lexical = Some(rank);
+        }
+        let by_meaning = semantic
+            .iter()
+            .filter(|m| m.score >= MIN_SIMILARITY)
+            .filter_map(|m| Some((self.id_of(&m.rel)?, m)))
+            .filter(|(id, _)| self.get(*id).is_some_and(keep));
+        for (rank, (id, m)) in by_meaning.take(FUSION_DEPTH).enumerate() {
+            let f = fused.entry(id).or_default();
+            f.score += rrf(rank);
+            f.semantic = Some((rank, m.passage, m.version));
+        }
+        let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
+        for (id, f) in &mut ranked {
+            if is_exact(*id) {
+                f.score += 1.0;
+            }
+        }
+        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        ranked
             .into_iter()
             .take(limit)
-            .filter_map(|s| {
-                let e = self.get(s.doc)?;
-                let (heading_path, passage) = best_passage(e, &mut tok, &terms, &weights);
-                Some(Hit {
-                    id: s.doc,
-                    score: s.score,
-                    heading_path,
-                    passage,
-                })
+            .filter_map(|(id, f)| {
+                // The passage comes from whichever ranking placed the note higher; a semantic
+                // passage only if the note is still the text its vectors were made from.
+                if let Some((rank, passage, version)) = f.semantic
+                    && f.lexical.is_none_or(|l| rank < l)
+                {
+                    let e = self.get(id)?;
+                    if e.version == version {
+                        let (heading_path, passage) = e
+                            .passages()
+                            .get(passage)
+                            .map(|p| e.passage_parts(p))
+                            .unwrap_or_default();
+                        return Some(Hit {
+                            id,
+                            score: f.score,
+                            heading_path,
+                            passage,
+                        });
+                    }
+                }
+                lexical_hit(id, f.score, &mut tok)
             })
             .collect()
     }
@@ -642,7 +798,9 @@ impl VaultIndex {
 
     /// Rebuilds from scratch (after the watcher lost events).
     pub fn rebuild(&mut self) -> BuildStats {
-        let (fresh, stats) = Self::build(self.vault.clone());
+        let (mut fresh, stats) = Self::build(self.vault.clone());
+        // Never the number a watcher last saw: the notes may all have changed.
+        fresh.generation += self.generation + 1;
         *self = fresh;
         stats
     }
@@ -664,20 +822,14 @@ fn best_passage(
 ) -> (Vec<String>, String) {
     let body = e.body();
     let headings = &e.parsed.headings;
-    let passages = note::passages(body, headings, api::PASSAGE_CHARS);
+    let passages = e.passages();
     let candidates = passages
         .iter()
         .map(|p| (p.heading_path(headings), p.text(body)));
-    let Some(best) = search::best_passage(tok, terms, weights, candidates) else {
-        return (Vec::new(), String::new());
-    };
-    let p = &passages[best];
-    let path = p
-        .heading_path(headings)
-        .filter(|h| !h.is_empty())
-        .map(str::to_string)
-        .collect();
-    (path, p.text(body).to_string())
+    match search::best_passage(tok, terms, weights, candidates) {
+        Some(best) => e.passage_parts(&passages[best]),
+        None => (Vec::new(), String::new()),
+    }
 }
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.

@@ -7,34 +7,83 @@
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
-//! obsidian_kb::serve_stdio("/path/to/vault".into()).await
+//! obsidian_kb::serve_stdio(obsidian_kb::ServeOptions::new("/path/to/vault".into())).await
 //! # }
 //! ```
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod embed;
 pub mod frontmatter;
 pub mod index;
 pub mod links;
 pub mod note;
 pub mod resolve;
 pub mod search;
+pub mod semantic;
 pub mod server;
 pub mod tags;
 pub mod vault;
+pub mod vectors;
 pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 pub use index::{BuildStats, VaultIndex};
+pub use semantic::{Semantic, SemanticOptions};
 pub use server::{KbServer, SharedIndex};
 pub use vault::Vault;
 
-/// Indexes `vault`, then answers MCP on stdin/stdout until the client closes the connection.
-/// Logs go through `tracing` (the caller decides where; never stdout).
-pub async fn serve_stdio(vault: PathBuf) -> anyhow::Result<()> {
-    let index = open_index(vault).await?;
+/// What to serve and how.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The vault folder.
+    pub vault: PathBuf,
+    /// A GGUF embedding model for search by meaning; `None`: search by words alone.
+    pub embedding_model: Option<PathBuf>,
+    /// Where to cache passage vectors; `None`: the platform cache folder
+    /// (`$XDG_CACHE_HOME/obsidian-kb`, `~/.cache/obsidian-kb`).
+    pub cache_dir: Option<PathBuf>,
+    /// How long a search may wait for the first embedding pass over the vault before it
+    /// answers by words alone (zero: never wait).
+    pub embedding_wait: Duration,
+}
+
+impl ServeOptions {
+    /// A vault served by words alone.
+    pub fn new(vault: PathBuf) -> Self {
+        ServeOptions {
+            vault,
+            embedding_model: None,
+            cache_dir: None,
+            embedding_wait: Duration::ZERO,
+        }
+    }
+}
+
+/// The platform's cache folder for this server (never inside a vault).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    dirs::cache_dir().map(|d| d.join("obsidian-kb"))
+}
+
+/// Indexes the vault, then answers MCP on stdin/stdout until the client closes the connection.
+/// With an embedding model, passages are embedded in the background and search turns hybrid
+/// as they land. Logs go through `tracing` (the caller decides where; never stdout).
+pub async fn serve_stdio(options: ServeOptions) -> anyhow::Result<()> {
+    let index = open_index(options.vault).await?;
+    let semantic = options.embedding_model.map(|model| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+        Semantic::start(
+            index.clone(),
+            SemanticOptions {
+                model,
+                cache_dir: options.cache_dir.or_else(default_cache_dir),
+                threads,
+            },
+        )
+    });
     let _watcher = match watch::start(index.clone()) {
         Ok(w) => Some(w),
         Err(e) => {
@@ -42,7 +91,7 @@ pub async fn serve_stdio(vault: PathBuf) -> anyhow::Result<()> {
             None
         }
     };
-    server::serve_stdio(index).await
+    server::serve_stdio(index, semantic, options.embedding_wait).await
 }
 
 /// Opens and indexes a vault (off the async runtime's worker threads).

