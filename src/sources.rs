@@ -272,6 +272,7 @@ mod tests {
             passage: passage.into(),
             score: 1.0,
             link: format!("obsidian://open?vault=v&file={}", uri.len()),
+            matched: api::Matched::Words,
         }
     }
 

@@ -157,7 +157,13 @@ impl<'a, H: ToolHost> Vault<'a, H> {
         };
         let page: api::SearchOutput = self.client.call(api::SEARCH_NOTES, &params)?;
         let mut uris: Vec<String> = Vec::new();
-        for hit in page.hits {
+        // A study target is a name or a topic the person typed: notes that share its words.
+        // Search by meaning always finds some nearest note, even for a typo or nonsense.
+        for hit in page
+            .hits
+            .into_iter()
+            .filter(|h| h.matched != api::Matched::Meaning)
+        {
             if !uris.contains(&hit.uri) {
                 uris.push(hit.uri);
             }

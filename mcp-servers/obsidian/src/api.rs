@@ -184,6 +184,23 @@ pub struct SearchHit {
     pub score: f64,
     /// `obsidian://open` link to the note at the passage's heading.
     pub link: String,
+    /// What found it: `words`, `meaning` (similar in sense but sharing no ranked words), or
+    /// `both`.
+    #[serde(default)]
+    pub matched: Matched,
+}
+
+/// What found a search hit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Matched {
+    /// The word ranking alone.
+    #[default]
+    Words,
+    /// The meaning ranking alone.
+    Meaning,
+    /// Both rankings.
+    Both,
 }
 
 /// `search_notes` output.

@@ -178,6 +178,8 @@ pub struct Hit {
     /// The passage text (at most [`api::PASSAGE_CHARS`] characters; empty for a note without
     /// text).
     pub passage: String,
+    /// Which ranking found it.
+    pub matched: api::Matched,
 }
 
 /// An outgoing link and what it resolves to.
@@ -654,7 +656,7 @@ impl VaultIndex {
         }
         lexical.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
-        let lexical_hit = |id: u32, score: f32, tok: &mut Tokenizer| {
+        let lexical_hit = |id: u32, score: f32, matched, tok: &mut Tokenizer| {
             let e = self.get(id)?;
             let (heading_path, passage) = best_passage(e, tok, &terms, &weights);
             Some(Hit {
@@ -662,13 +664,14 @@ impl VaultIndex {
                 score,
                 heading_path,
                 passage,
+                matched,
             })
         };
         let Some(semantic) = semantic else {
             return lexical
                 .into_iter()
                 .take(limit)
-                .filter_map(|s| lexical_hit(s.doc, s.score, &mut tok))
+                .filter_map(|s| lexical_hit(s.doc, s.score, api::Matched::Words, &mut tok))
                 .collect();
         };
 
@@ -700,6 +703,11 @@ impl VaultIndex {
             .into_iter()
             .take(limit)
             .filter_map(|(id, f)| {
+                let matched = match (f.lexical, f.semantic) {
+                    (Some(_), Some(_)) => api::Matched::Both,
+                    (None, Some(_)) => api::Matched::Meaning,
+                    _ => api::Matched::Words,
+                };
                 // The passage comes from whichever ranking placed the note higher; a semantic
                 // passage only if the note is still the text its vectors were made from.
                 if let Some((rank, passage, version)) = f.semantic
@@ -717,10 +725,11 @@ impl VaultIndex {
                             score: f.score,
                             heading_path,
                             passage,
+                            matched,
                         });
                     }
                 }
-                lexical_hit(id, f.score, &mut tok)
+                lexical_hit(id, f.score, matched, &mut tok)
             })
             .collect()
     }

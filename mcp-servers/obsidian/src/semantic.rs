@@ -39,7 +39,8 @@ pub struct Semantic {
     embedder: OnceLock<Embedder>,
     store: RwLock<VectorStore>,
     failed: Mutex<Option<String>>,
-    /// Whether the first pass over the vault has ended (every passage embedded, or given up).
+    /// Whether the first pass over the vault has ended (every passage embedded and the cache
+    /// saved, or given up).
     first_pass: Mutex<bool>,
     first_pass_done: Condvar,
 }
@@ -219,13 +220,14 @@ fn run(index: &SharedIndex, semantic: &Weak<Semantic>, cache: Option<CacheFile>)
             let stale = removed > 0 || (first && !cached.is_empty());
             cached.clear();
             let embedded = embed(&semantic, pending, cache.as_ref());
-            if first {
-                semantic.end_first_pass();
-            }
             if let Some(cache) = &cache
                 && (embedded > 0 || stale)
             {
                 save(&semantic, cache);
+            }
+            // After the save, so whoever waited for the first pass finds it on disk too.
+            if first {
+                semantic.end_first_pass();
             }
         }
         drop(semantic);

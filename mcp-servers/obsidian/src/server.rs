@@ -309,6 +309,7 @@ impl Tools {
                         heading_path: h.heading_path,
                         passage: h.passage,
                         score: (f64::from(h.score) * 1000.0).round() / 1000.0,
+                        matched: h.matched,
                     })
                 })
                 .collect(),

@@ -179,6 +179,8 @@ async fn paraphrased_questions_find_their_passage_by_meaning_and_not_by_words() 
             hit["passage"].as_str().unwrap().contains(passage),
             "{question}: {hit}"
         );
+        // Words alone did not find it (above), so meaning did.
+        assert_eq!(hit["matched"], "meaning", "{question}: {hit}");
         assert_eq!(out["embedded"]["passages"], out["embedded"]["total"]);
     }
     // Exact names still win: the title query puts that note first.
