@@ -380,30 +380,98 @@ fn neutralize(message: &Message) -> String {
 }
 
 /// The tool list in Meta's layout (`name`, `description`, `parameters: {type: "dict", required,
-/// properties}`; each property keeps type/description/enum/items/default), pretty-printed with the
-/// 4-space indent of Meta's examples.
+/// properties}`; each property keeps type/description/enum/items/default), one tool per line.
+///
+/// Only what tells the model something is kept: Meta's 4-space indentation cost a fifth of the
+/// decision prompt, so each tool is one line of JSON with the `", "` and `": "` separators of
+/// Python's `json.dumps` (what HF's `tojson` writes, so models have seen it in training); `null`
+/// in a type (`["string", "null"]`, an optional parameter: optional already means "may be
+/// left out") and `null` defaults are dropped.
 pub fn tools_json(tools: &[ToolSpec]) -> String {
-    let list: Vec<Value> = tools
+    let lines: Vec<String> = tools
         .iter()
         .map(|tool| {
             let mut properties = Map::new();
             for (name, schema) in tool.parameters() {
                 let mut property = Map::new();
                 for key in ["type", "description", "enum", "items", "default"] {
-                    if let Some(value) = schema.get(key) {
-                        property.insert(key.to_string(), value.clone());
-                    }
+                    let value = match (key, schema.get(key)) {
+                        (_, None | Some(Value::Null)) => continue,
+                        ("type", Some(ty)) => without_null_type(ty),
+                        (_, Some(value)) => value.clone(),
+                    };
+                    property.insert(key.to_string(), value);
                 }
                 properties.insert(name.to_string(), Value::Object(property));
             }
-            json!({
+            spaced_json(&json!({
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": {"type": "dict", "required": tool.required(), "properties": properties},
-            })
+            }))
         })
         .collect();
-    pretty_json(&Value::Array(list), b"    ")
+    format!("[\n{}\n]", lines.join(",\n"))
+}
+
+/// `["string", "null"]` → `"string"`; any other type as it is.
+fn without_null_type(ty: &Value) -> Value {
+    let Value::Array(types) = ty else {
+        return ty.clone();
+    };
+    let mut kept: Vec<Value> = types
+        .iter()
+        .filter(|t| !t.is_null() && *t != "null")
+        .cloned()
+        .collect();
+    match kept.len() {
+        0 => ty.clone(),
+        1 => kept.remove(0),
+        _ => Value::Array(kept),
+    }
+}
+
+/// One line of JSON with Python's default separators (`", "`, `": "`).
+fn spaced_json(value: &Value) -> String {
+    use serde::Serialize;
+    struct Spaced;
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+        ) -> std::io::Result<()> {
+            writer.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out, Spaced,
+        ))
+        .expect("a JSON value always serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 fn pretty_json(value: &Value, indent: &[u8]) -> String {
