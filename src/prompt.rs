@@ -149,6 +149,12 @@ pub struct Prompt {
     pub family: ChatFamily,
     /// True when `text` starts with the model's BOS token (always for Llama 3).
     pub contains_bos: bool,
+    /// Bytes at the start of `text` that only the system message decides (on a decision step:
+    /// the calling instructions, the tool schemas and the system prompt): the same on every run
+    /// with the same tools, so their KV state can be kept across runs. 0 without a system message.
+    /// It ends where the system message's text ends, before the template's end-of-message
+    /// special token, so its tokens are a prefix of the whole prompt's.
+    pub stable_len: usize,
 }
 
 /// What went wrong rendering a prompt (a template bug, or a GGUF template that refuses the
@@ -303,6 +309,7 @@ impl ChatTemplate {
     }
 
     fn chat(&self, messages: &[Message]) -> Result<Prompt, PromptError> {
+        let first = messages.first();
         let (name, messages) = match self.family {
             ChatFamily::Llama3 => (
                 LLAMA3_CHAT,
@@ -323,10 +330,12 @@ impl ChatTemplate {
             }),
         )?;
         let contains_bos = !self.bos_token.is_empty() && text.starts_with(&self.bos_token);
+        let stable_len = stable_len(&text, first);
         Ok(Prompt {
             text,
             family: self.family,
             contains_bos,
+            stable_len,
         })
     }
 
@@ -356,6 +365,21 @@ impl ChatTemplate {
         template
             .render(JinjaValue::from_serialize(&ctx))
             .map_err(|e| template_error(name, &e))
+    }
+}
+
+/// Where the system message's text ends in `text` (templates may trim it); 0 when the
+/// conversation has none or the template did not write it verbatim.
+fn stable_len(text: &str, first: Option<&Message>) -> usize {
+    match first {
+        Some(first) if first.role == Role::System => {
+            let content = first.content.trim();
+            match text.find(content) {
+                Some(start) if !content.is_empty() => start + content.len(),
+                _ => 0,
+            }
+        }
+        _ => 0,
     }
 }
 

@@ -457,3 +457,39 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
          1 to 3. If the sources do not say, answer that the notes do not say."
     );
 }
+
+/// The prompt cache keeps the KV state of `text[..stable_len]`: it must be the same for every
+/// question with the same tools and system prompt, and end where a special token follows.
+#[test]
+fn the_stable_prefix_is_the_system_message_up_to_its_end_token() {
+    let tools = [get_weather()];
+    let system = Message::system("You are Recall.");
+    let llama3 = ChatTemplate::llama3();
+    let one = llama3
+        .decision(&[system.clone(), Message::user("one")], &tools)
+        .unwrap();
+    let two = llama3
+        .decision(&[system.clone(), Message::user("two")], &tools)
+        .unwrap();
+    assert_eq!(&one.text[..one.stable_len], &two.text[..two.stable_len]);
+    assert!(one.text[..one.stable_len].contains(WEATHER_JSON));
+    assert!(one.text[..one.stable_len].ends_with("You are Recall."));
+    assert!(one.text[one.stable_len..].starts_with("<|eot_id|><|start_header_id|>user"));
+
+    let answer = llama3
+        .answer(&[system.clone(), Message::user("one")])
+        .unwrap();
+    assert!(answer.text[..answer.stable_len].ends_with("You are Recall."));
+    assert!(answer.text[answer.stable_len..].starts_with("<|eot_id|>"));
+    assert_eq!(
+        llama3.answer(&[Message::user("one")]).unwrap().stable_len,
+        0
+    );
+
+    let smollm2 = ChatTemplate::new(Some(SMOLLM2_TEMPLATE), "", "<|im_end|>").unwrap();
+    let chatml = smollm2
+        .decision(&[system, Message::user("one")], &tools)
+        .unwrap();
+    assert!(chatml.text[..chatml.stable_len].starts_with("<|im_start|>system\n"));
+    assert!(chatml.text[chatml.stable_len..].starts_with("<|im_end|>\n<|im_start|>user"));
+}
