@@ -546,6 +546,8 @@ impl Session<'_> {
             self.evaluate(tokens, prefix)?;
             return Ok((prefix, prefix));
         }
+        // A file that failed to load leaves the cache empty.
+        let keep = keep.min(self.cached.len());
         self.evaluate(&tokens[..prefix], keep)?;
         self.store_prefix(&tokens[..prefix]);
         self.evaluate(tokens, prefix)?;
@@ -563,15 +565,21 @@ impl Session<'_> {
         let Some(cache) = &self.prompt_cache else {
             return false;
         };
+        let started = Instant::now();
         let (key, ids) = self.cache_key(prefix);
         let Some(path) = cache.find(&key, &ids) else {
             return false;
         };
+        let checked = started.elapsed();
         self.reset();
         match self.ctx.state_seq_load_file(&path, 0, prefix.len()) {
             Ok((loaded, _)) if loaded == prefix => {
                 self.cached = prefix.to_vec();
-                tracing::debug!("prompt cache: {} tokens restored", prefix.len());
+                tracing::debug!(
+                    "prompt cache: {} tokens restored in {:?} (checking the file {checked:?})",
+                    prefix.len(),
+                    started.elapsed()
+                );
                 true
             }
             Ok(_) => {
@@ -593,6 +601,7 @@ impl Session<'_> {
         let Some(cache) = &self.prompt_cache else {
             return;
         };
+        let started = Instant::now();
         let (key, ids) = self.cache_key(prefix);
         let stored = cache.store(&key, &ids, |path| {
             self.ctx
@@ -602,8 +611,9 @@ impl Session<'_> {
         });
         match stored {
             Ok(bytes) => tracing::debug!(
-                "prompt cache: {} tokens stored ({bytes} bytes)",
-                prefix.len()
+                "prompt cache: {} tokens stored ({bytes} bytes) in {:?}",
+                prefix.len(),
+                started.elapsed()
             ),
             Err(e) => tracing::debug!("prompt cache: not stored: {e}"),
         }
