@@ -196,3 +196,31 @@ fn the_size_bound_evicts_the_least_recently_used_file() {
     assert!(total <= bound);
     assert_eq!(cache.max_bytes(), bound);
 }
+
+/// The key covers the model file: the same prefix on a model file that changed since (a new
+/// modification time here) is evaluated again, never served another file's state.
+#[test]
+fn a_changed_model_file_does_not_get_the_old_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model.gguf");
+    std::fs::copy(common::smollm2(), &model).unwrap();
+    let cache = PromptCache::new(dir.path().join("cache"));
+    let before = Engine::load(&model, &LoadOptions::default()).unwrap();
+    let cold = run(&before, Some(&cache), "geology");
+    let warm = run(&before, Some(&cache), "geology");
+    assert!(warm.stats.restored_tokens > 0, "{:?}", warm.stats);
+    drop(before);
+
+    let file = std::fs::File::options().write(true).open(&model).unwrap();
+    file.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400))
+        .unwrap();
+    drop(file);
+    let after = Engine::load(&model, &LoadOptions::default()).unwrap();
+    let again = run(&after, Some(&cache), "geology");
+    assert_eq!(
+        again.stats.restored_tokens, 0,
+        "a changed model got the old state"
+    );
+    assert_eq!(again.text, cold.text);
+    assert_eq!(cache_files(cache.dir()).len(), 2);
+}
