@@ -225,6 +225,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let prompt = self.template.decision(conversation, &tools)?;
             tracing::debug!(target: "recall::prompt", "decision prompt:\n{}", prompt.text);
             let mut request = self.request(DECISION_TOKENS);
+            request.stable_prefix = prompt.stable_len;
             let must_call = step_index == 0 && self.options.tool_first && retrieved.is_none();
             request.constraint = self.call_constraint(&tools, &domains, must_call);
             let mut seen = String::new();
@@ -362,6 +363,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let mut request = self.request(self.options.answer_tokens);
+        request.stable_prefix = prompt.stable_len;
         request.constraint = Some(Constraint {
             gbnf: ANSWER_GBNF.to_string(),
             root: ROOT.to_string(),

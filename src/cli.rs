@@ -115,6 +115,18 @@ pub struct AgentArgs {
     pub max_tokens: usize,
 }
 
+/// Flags of the prompt cache: the KV state of the prompt's fixed part, kept across runs.
+#[derive(Debug, Args, Clone)]
+pub struct PromptCacheArgs {
+    /// Neither load nor save the KV state of the prompt's fixed part (system message and tool
+    /// schemas) across runs.
+    #[arg(long)]
+    pub no_prompt_cache: bool,
+    /// Where that state is kept (default: recall/prompt-cache in the platform cache folder).
+    #[arg(long, env = "RECALL_PROMPT_CACHE_DIR", value_name = "DIR")]
+    pub prompt_cache_dir: Option<PathBuf>,
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -128,6 +140,8 @@ pub enum Command {
         servers: ServerArgs,
         #[command(flatten)]
         agent: AgentArgs,
+        #[command(flatten)]
+        cache: PromptCacheArgs,
     },
     /// Talk with the vault: a line-editing REPL with history (/tools, /reset, /save, /load, /quit).
     Chat {

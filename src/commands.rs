@@ -11,12 +11,13 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, ServerArgs};
 use crate::config;
 use crate::engine::GenerationStats;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
+use crate::engine::prompt_cache::PromptCache;
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
 use crate::sources::Citation;
@@ -410,11 +411,17 @@ pub fn ask(
     model_args: &ModelArgs,
     server_args: &ServerArgs,
     agent_args: &AgentArgs,
+    cache_args: &PromptCacheArgs,
     question: &str,
 ) -> Result<()> {
     let bench = Workbench::open(global, model_args, server_args)?;
     let mut session = bench.session(model_args)?;
     let mut answer_session = bench.session(model_args)?;
+    if let Some(cache) = prompt_cache(cache_args) {
+        // Decision and answer prompts part at the system message: each keeps its own prefix.
+        session.use_prompt_cache(cache.clone());
+        answer_session.use_prompt_cache(cache);
+    }
     let mut approver = approver(server_args.yes);
     let mut agent = Agent {
         model: &mut session,
@@ -446,6 +453,22 @@ pub fn ask(
         print_citations(&mut out, &turn.citations)?;
     }
     Ok(())
+}
+
+/// The prompt cache the flags ask for: none with `--no-prompt-cache` (or when the platform has
+/// no cache folder), else `--prompt-cache-dir` or the platform's.
+pub fn prompt_cache(args: &PromptCacheArgs) -> Option<PromptCache> {
+    if args.no_prompt_cache {
+        return None;
+    }
+    let dir = args
+        .prompt_cache_dir
+        .clone()
+        .or_else(PromptCache::default_dir);
+    if dir.is_none() {
+        tracing::debug!("no platform cache folder (HOME unset?): no prompt cache");
+    }
+    dir.map(PromptCache::new)
 }
 
 /// The sources after an answer: the ones it cites, or, when it cites none, the ones it was
@@ -548,6 +571,7 @@ pub fn timings_json(stats: &GenerationStats) -> Value {
     json!({
         "prompt_tokens": stats.prompt_tokens,
         "prompt_tokens_reused": stats.reused_tokens,
+        "prompt_tokens_restored": stats.restored_tokens,
         "prompt_tokens_evaluated": stats.evaluated_tokens,
         "generated_tokens": stats.generated_tokens,
         "prompt_ms": stats.prompt_time.as_millis() as u64,

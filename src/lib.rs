@@ -69,7 +69,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             model,
             servers,
             agent,
-        } => commands::ask(&global, &model, &servers, &agent, &question),
+            cache,
+        } => commands::ask(&global, &model, &servers, &agent, &cache, &question),
         Command::Chat {
             resume,
             model,

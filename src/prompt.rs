@@ -149,6 +149,12 @@ pub struct Prompt {
     pub family: ChatFamily,
     /// True when `text` starts with the model's BOS token (always for Llama 3).
     pub contains_bos: bool,
+    /// Bytes at the start of `text` that only the system message decides (on a decision step:
+    /// the calling instructions, the tool schemas and the system prompt): the same on every run
+    /// with the same tools, so their KV state can be kept across runs. 0 without a system message.
+    /// It ends where the system message's text ends, before the template's end-of-message
+    /// special token, so its tokens are a prefix of the whole prompt's.
+    pub stable_len: usize,
 }
 
 /// What went wrong rendering a prompt (a template bug, or a GGUF template that refuses the
@@ -303,6 +309,7 @@ impl ChatTemplate {
     }
 
     fn chat(&self, messages: &[Message]) -> Result<Prompt, PromptError> {
+        let first = messages.first();
         let (name, messages) = match self.family {
             ChatFamily::Llama3 => (
                 LLAMA3_CHAT,
@@ -323,10 +330,12 @@ impl ChatTemplate {
             }),
         )?;
         let contains_bos = !self.bos_token.is_empty() && text.starts_with(&self.bos_token);
+        let stable_len = stable_len(&text, first);
         Ok(Prompt {
             text,
             family: self.family,
             contains_bos,
+            stable_len,
         })
     }
 
@@ -359,6 +368,21 @@ impl ChatTemplate {
     }
 }
 
+/// Where the system message's text ends in `text` (templates may trim it); 0 when the
+/// conversation has none or the template did not write it verbatim.
+fn stable_len(text: &str, first: Option<&Message>) -> usize {
+    match first {
+        Some(first) if first.role == Role::System => {
+            let content = first.content.trim();
+            match text.find(content) {
+                Some(start) if !content.is_empty() => start + content.len(),
+                _ => 0,
+            }
+        }
+        _ => 0,
+    }
+}
+
 /// Special-token look-alikes (`<|eot_id|>`, `<|im_end|>`) in text the model did not write would be
 /// parsed as real special tokens (prompts are tokenized with `parse_special`), letting a note end
 /// the turn or forge a header. A word joiner after `<` keeps them plain text.
@@ -380,30 +404,98 @@ fn neutralize(message: &Message) -> String {
 }
 
 /// The tool list in Meta's layout (`name`, `description`, `parameters: {type: "dict", required,
-/// properties}`; each property keeps type/description/enum/items/default), pretty-printed with the
-/// 4-space indent of Meta's examples.
+/// properties}`; each property keeps type/description/enum/items/default), one tool per line.
+///
+/// Only what tells the model something is kept: Meta's 4-space indentation cost a fifth of the
+/// decision prompt, so each tool is one line of JSON with the `", "` and `": "` separators of
+/// Python's `json.dumps` (what HF's `tojson` writes, so models have seen it in training); `null`
+/// in a type (`["string", "null"]`, an optional parameter: optional already means "may be
+/// left out") and `null` defaults are dropped.
 pub fn tools_json(tools: &[ToolSpec]) -> String {
-    let list: Vec<Value> = tools
+    let lines: Vec<String> = tools
         .iter()
         .map(|tool| {
             let mut properties = Map::new();
             for (name, schema) in tool.parameters() {
                 let mut property = Map::new();
                 for key in ["type", "description", "enum", "items", "default"] {
-                    if let Some(value) = schema.get(key) {
-                        property.insert(key.to_string(), value.clone());
-                    }
+                    let value = match (key, schema.get(key)) {
+                        (_, None | Some(Value::Null)) => continue,
+                        ("type", Some(ty)) => without_null_type(ty),
+                        (_, Some(value)) => value.clone(),
+                    };
+                    property.insert(key.to_string(), value);
                 }
                 properties.insert(name.to_string(), Value::Object(property));
             }
-            json!({
+            spaced_json(&json!({
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": {"type": "dict", "required": tool.required(), "properties": properties},
-            })
+            }))
         })
         .collect();
-    pretty_json(&Value::Array(list), b"    ")
+    format!("[\n{}\n]", lines.join(",\n"))
+}
+
+/// `["string", "null"]` → `"string"`; any other type as it is.
+fn without_null_type(ty: &Value) -> Value {
+    let Value::Array(types) = ty else {
+        return ty.clone();
+    };
+    let mut kept: Vec<Value> = types
+        .iter()
+        .filter(|t| !t.is_null() && *t != "null")
+        .cloned()
+        .collect();
+    match kept.len() {
+        0 => ty.clone(),
+        1 => kept.remove(0),
+        _ => Value::Array(kept),
+    }
+}
+
+/// One line of JSON with Python's default separators (`", "`, `": "`).
+fn spaced_json(value: &Value) -> String {
+    use serde::Serialize;
+    struct Spaced;
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                writer.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            writer: &mut W,
+        ) -> std::io::Result<()> {
+            writer.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out, Spaced,
+        ))
+        .expect("a JSON value always serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 fn pretty_json(value: &Value, indent: &[u8]) -> String {

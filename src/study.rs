@@ -358,6 +358,7 @@ fn request(model_args: &ModelArgs, agent_args: &AgentArgs, bench: &Workbench) ->
         stop: Vec::new(),
         constraint: None,
         cancel: Some(bench.cancel.clone()),
+        stable_prefix: 0,
     }
 }
 

@@ -358,7 +358,8 @@ fn a_long_note_is_paged_by_the_server_to_fit_the_context() {
     // The read asked for 60,000 characters; the agent lowered it to what the context holds.
     let read = &turn.steps[1].calls[0];
     let sent = read.arguments["max_chars"].as_u64().unwrap();
-    assert!((1000..6000).contains(&sent), "{sent}");
+    // (How much fits depends on the size of the tool schemas in the decision prompt.)
+    assert!((1000..8000).contains(&sent), "{sent}");
     let result = ipython_messages(&conversation)[1];
     assert!(
         result.contains("read_note(uri=\"note://Long\", offset="),

@@ -114,6 +114,77 @@ fn ask_with_the_real_model_answers_in_prose_and_cites_only_sources_it_was_given(
     }
 }
 
+/// `recall ask` twice on one prompt cache: the second run loads the decision and answer prefixes
+/// from disk and writes the same greedy tokens; `--no-prompt-cache` writes nothing.
+#[test]
+fn ask_restores_its_prompt_prefixes_from_the_cache_and_answers_the_same() {
+    let model = common::smollm2();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let ask = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "ask",
+            "--json",
+            "--model",
+            model.to_str().unwrap(),
+            "--vault",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sample-vault"),
+            "--temp",
+            "0",
+            "--ctx",
+            "4096",
+            "--max-steps",
+            "1",
+            "--max-tokens",
+            "24",
+        ];
+        args.extend_from_slice(extra);
+        args.push("When is the biology midterm?");
+        let out = recall(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let restored = |run: &Value, kind: &str| -> u64 {
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["kind"] == kind)
+            .map(|s| s["timings"]["prompt_tokens_restored"].as_u64().unwrap())
+            .sum()
+    };
+    let outputs = |run: &Value| -> Vec<Value> {
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["output"].clone())
+            .collect()
+    };
+
+    let flag = ["--prompt-cache-dir", cache.to_str().unwrap()];
+    let cold = ask(&flag);
+    assert_eq!(restored(&cold, "decision") + restored(&cold, "answer"), 0);
+    let stored = std::fs::read_dir(&cache).unwrap().count();
+    assert_eq!(stored, 2, "one prefix per prompt kind");
+
+    let warm = ask(&flag);
+    assert!(restored(&warm, "decision") > 1000, "{warm:#}");
+    assert!(restored(&warm, "answer") > 0, "{warm:#}");
+    assert_eq!(warm["answer"], cold["answer"]);
+    assert_eq!(outputs(&warm), outputs(&cold));
+
+    let unused = dir.path().join("unused");
+    let off = ask(&[
+        "--no-prompt-cache",
+        "--prompt-cache-dir",
+        unused.to_str().unwrap(),
+    ]);
+    assert_eq!(restored(&off, "decision") + restored(&off, "answer"), 0);
+    assert!(!unused.exists(), "--no-prompt-cache wrote a cache");
+    assert_eq!(off["answer"], cold["answer"]);
+}
+
 #[test]
 fn tools_from_two_real_servers_are_listed_and_routed() {
     let dir = tempfile::tempdir().unwrap();

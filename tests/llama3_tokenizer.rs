@@ -174,3 +174,62 @@ fn adding_specials_again_would_double_the_bos() {
         .to_vec();
     assert_eq!(&ids[..2], [BEGIN_OF_TEXT, BEGIN_OF_TEXT]);
 }
+
+/// What the decision prompt's fixed part (instructions, the bundled vault server's real tool
+/// schemas, the system prompt) costs in Llama 3.2 tokens. It was 1,347 tokens with Meta's 4-space
+/// indented JSON and `null` types; the budget keeps whitespace and `null`s from coming back.
+#[test]
+fn the_decision_prompts_fixed_part_spends_no_tokens_on_whitespace_or_null() {
+    use recall::mcp::{McpManager, ToolHost};
+    let tok = tokenizer();
+    let vault = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
+    let config =
+        recall::config::builtin_for(std::path::Path::new(env!("CARGO_BIN_EXE_recall")), &vault)
+            .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let manager = runtime.block_on(McpManager::start(&config.servers));
+    let tools = manager.tools();
+    runtime.block_on(manager.shutdown());
+    assert_eq!(tools.len(), 5);
+
+    let conversation = [
+        Message::system(recall::agent::SYSTEM_PROMPT.trim()),
+        Message::user("When is the biology midterm?"),
+    ];
+    let prompt = ChatTemplate::llama3()
+        .decision(&conversation, &tools)
+        .unwrap();
+    let system_end = prompt.text.find("<|eot_id|>").unwrap() + "<|eot_id|>".len();
+    let count = |text: &str| encode(&tok, text).len();
+    let schemas = recall::prompt::tools_json(&tools);
+    let fixed = count(&prompt.text[..system_end]);
+    eprintln!(
+        "decision prompt: {} tokens; fixed part {fixed} (schemas {}, system prompt {})",
+        count(&prompt.text),
+        count(&schemas),
+        count(recall::agent::SYSTEM_PROMPT.trim())
+    );
+    for (tool, line) in tools.iter().zip(schemas.lines().skip(1)) {
+        eprintln!("  {}: {} tokens", tool.name, count(line));
+    }
+
+    assert!(prompt.text.contains(&schemas));
+    let lines: Vec<&str> = schemas.lines().collect();
+    assert_eq!(
+        lines.len(),
+        tools.len() + 2,
+        "one tool per line:\n{schemas}"
+    );
+    for line in &lines[1..lines.len() - 1] {
+        let tool: serde_json::Value =
+            serde_json::from_str(line.trim_end_matches(',')).expect("each line is a tool");
+        assert_eq!(tool["parameters"]["type"], "dict");
+    }
+    // (A description may say "null"; a type or a default may not.)
+    assert!(
+        !schemas.contains("\"null\"") && !schemas.contains(": null"),
+        "{schemas}"
+    );
+    assert!(!schemas.contains("  "), "no indentation: {schemas}");
+    assert!(fixed <= 1100, "the fixed part grew to {fixed} tokens");
+}

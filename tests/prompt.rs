@@ -155,13 +155,53 @@ fn meta_plain_conversation() {
     assert!(prompt.contains_bos);
 }
 
+/// Meta's tool list in its examples, 4-space indented.
+const META_WEATHER_JSON: &str = r#"[
+    {
+        "name": "get_weather",
+        "description": "Get weather info for places",
+        "parameters": {
+            "type": "dict",
+            "required": [
+                "city"
+            ],
+            "properties": {
+                "city": {
+                    "type": "string",
+                    "description": "The name of the city to get the weather for"
+                },
+                "metric": {
+                    "type": "string",
+                    "description": "The metric for weather. Options are: celsius, fahrenheit",
+                    "default": "celsius"
+                }
+            }
+        }
+    }
+]"#;
+
+/// The same list as Recall writes it: one tool per line, Python's `json.dumps` separators.
+const WEATHER_JSON: &str = r#"[
+{"name": "get_weather", "description": "Get weather info for places", "parameters": {"type": "dict", "required": ["city"], "properties": {"city": {"type": "string", "description": "The name of the city to get the weather for"}, "metric": {"type": "string", "description": "The metric for weather. Options are: celsius, fahrenheit", "default": "celsius"}}}}
+]"#;
+
+/// Meta's example with its tool list written one tool per line: only the JSON's whitespace
+/// differs, every other byte is Meta's.
+fn meta_with_compact_tools(meta: &str) -> String {
+    assert!(meta.contains(META_WEATHER_JSON));
+    let indented: serde_json::Value = serde_json::from_str(META_WEATHER_JSON).unwrap();
+    let compact: serde_json::Value = serde_json::from_str(WEATHER_JSON).unwrap();
+    assert_eq!(indented, compact, "the same tools, only whitespace differs");
+    meta.replace(META_WEATHER_JSON, WEATHER_JSON)
+}
+
 #[test]
 fn meta_zero_shot_function_calling() {
     let conv = [Message::user("What is the weather in SF and Seattle?")];
     let prompt = ChatTemplate::llama3()
         .decision(&conv, &[get_weather()])
         .unwrap();
-    assert_eq!(prompt.text, META_ZERO_SHOT);
+    assert_eq!(prompt.text, meta_with_compact_tools(META_ZERO_SHOT));
 }
 
 #[test]
@@ -169,7 +209,7 @@ fn meta_e2e_function_calling() {
     let prompt = ChatTemplate::llama3()
         .decision(&e2e_conversation(), &[get_weather()])
         .unwrap();
-    assert_eq!(prompt.text, META_E2E);
+    assert_eq!(prompt.text, meta_with_compact_tools(META_E2E));
 }
 
 #[test]
@@ -219,7 +259,8 @@ fn decision_keeps_enums_defaults_and_appends_the_system_prompt() {
                 "query": {"type": "string", "description": "Words"},
                 "mode": {"type": "string", "enum": ["any", "all"], "default": "any"},
                 "limit": {"type": "integer", "default": 5, "minimum": 1},
-                "tags": {"type": "array", "items": {"type": "string"}}
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "folder": {"type": ["string", "null"], "default": null, "description": "Only this folder"}
             },
             "required": ["query"]
         }),
@@ -229,41 +270,9 @@ fn decision_keeps_enums_defaults_and_appends_the_system_prompt() {
         Message::user("Find my notes on Rust"),
     ];
     let prompt = ChatTemplate::llama3().decision(&conv, &[tool]).unwrap();
+    // `null` in a type and a `null` default say nothing the model can use: dropped.
     let expected_json = r#"[
-    {
-        "name": "search",
-        "description": "Search \"notes\"",
-        "parameters": {
-            "type": "dict",
-            "required": [
-                "query"
-            ],
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "Words"
-                },
-                "mode": {
-                    "type": "string",
-                    "enum": [
-                        "any",
-                        "all"
-                    ],
-                    "default": "any"
-                },
-                "limit": {
-                    "type": "integer",
-                    "default": 5
-                },
-                "tags": {
-                    "type": "array",
-                    "items": {
-                        "type": "string"
-                    }
-                }
-            }
-        }
-    }
+{"name": "search", "description": "Search \"notes\"", "parameters": {"type": "dict", "required": ["query"], "properties": {"query": {"type": "string", "description": "Words"}, "mode": {"type": "string", "enum": ["any", "all"], "default": "any"}, "limit": {"type": "integer", "default": 5}, "tags": {"type": "array", "items": {"type": "string"}}, "folder": {"type": "string", "description": "Only this folder"}}}}
 ]"#;
     let tail = format!(
         "{expected_json}\nYou are Recall.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nFind my notes on Rust<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
@@ -447,4 +456,40 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
          After each fact, write the number of its source in brackets, like [1]. Use only sources \
          1 to 3. If the sources do not say, answer that the notes do not say."
     );
+}
+
+/// The prompt cache keeps the KV state of `text[..stable_len]`: it must be the same for every
+/// question with the same tools and system prompt, and end where a special token follows.
+#[test]
+fn the_stable_prefix_is_the_system_message_up_to_its_end_token() {
+    let tools = [get_weather()];
+    let system = Message::system("You are Recall.");
+    let llama3 = ChatTemplate::llama3();
+    let one = llama3
+        .decision(&[system.clone(), Message::user("one")], &tools)
+        .unwrap();
+    let two = llama3
+        .decision(&[system.clone(), Message::user("two")], &tools)
+        .unwrap();
+    assert_eq!(&one.text[..one.stable_len], &two.text[..two.stable_len]);
+    assert!(one.text[..one.stable_len].contains(WEATHER_JSON));
+    assert!(one.text[..one.stable_len].ends_with("You are Recall."));
+    assert!(one.text[one.stable_len..].starts_with("<|eot_id|><|start_header_id|>user"));
+
+    let answer = llama3
+        .answer(&[system.clone(), Message::user("one")])
+        .unwrap();
+    assert!(answer.text[..answer.stable_len].ends_with("You are Recall."));
+    assert!(answer.text[answer.stable_len..].starts_with("<|eot_id|>"));
+    assert_eq!(
+        llama3.answer(&[Message::user("one")]).unwrap().stable_len,
+        0
+    );
+
+    let smollm2 = ChatTemplate::new(Some(SMOLLM2_TEMPLATE), "", "<|im_end|>").unwrap();
+    let chatml = smollm2
+        .decision(&[system, Message::user("one")], &tools)
+        .unwrap();
+    assert!(chatml.text[..chatml.stable_len].starts_with("<|im_start|>system\n"));
+    assert!(chatml.text[chatml.stable_len..].starts_with("<|im_end|>\n<|im_start|>user"));
 }

@@ -22,6 +22,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
+use super::prompt_cache::{CacheKey, PromptCache};
 use super::stream::TextStream;
 use super::{
     ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
@@ -77,6 +78,8 @@ pub struct ModelInfo {
 pub struct Engine {
     model: LlamaModel,
     info: ModelInfo,
+    /// Which model file this is and how it runs, for prompt cache keys.
+    identity: String,
     /// Llama 3's `<|eom_id|>`, when the vocabulary has it: it ends a message, not the turn.
     eom: Option<LlamaToken>,
 }
@@ -167,7 +170,13 @@ impl Engine {
             [t] if vocab.is_eog(*t) => Some(*t),
             _ => None,
         };
-        Ok(Engine { model, info, eom })
+        let identity = model_identity(path, options);
+        Ok(Engine {
+            model,
+            info,
+            identity,
+            eom,
+        })
     }
 
     /// What the file says about itself.
@@ -208,12 +217,21 @@ impl Engine {
             .max(64);
         let ctx = self.context(n_ctx, options.threads, 512)?;
         let n_batch = ctx.n_batch() as usize;
+        let identity = format!(
+            "{}; n_ctx={}; n_batch={n_batch}; n_ubatch={}; threads={}",
+            self.identity,
+            ctx.n_ctx(),
+            ctx.n_ubatch(),
+            options.threads.unwrap_or_else(default_threads)
+        );
         Ok(Session {
             engine: self,
             ctx,
             cached: Vec::new(),
             batch: LlamaBatch::new(n_batch, 1),
             n_batch,
+            prompt_cache: None,
+            identity,
         })
     }
 
@@ -298,6 +316,30 @@ impl Engine {
     }
 }
 
+/// What a prompt cache key must know of the model: the file (canonical path, size, modification
+/// time: a stat, where hashing a multi-GB file would cost more than the cache saves, and a header
+/// hash would not tell apart two fine-tunes of one architecture), how it runs (GPU layers compute
+/// the state on another backend), and the exact llama.cpp binding (its state format and numerics).
+fn model_identity(path: &Path, options: &LoadOptions) -> String {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (bytes, modified) = std::fs::metadata(&canonical).map_or((0, 0), |m| {
+        let modified = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        (m.len(), modified)
+    });
+    format!(
+        "model={}; bytes={bytes}; mtime_ns={modified}; gpu_layers={}; llama-cpp-2={LLAMA_CPP_2}; type_k=f16; type_v=f16",
+        canonical.display(),
+        options.gpu_layers
+    )
+}
+
+/// The binding's version as pinned in Cargo.toml (`=`), so a bump invalidates every cached state.
+const LLAMA_CPP_2: &str = "0.1.160";
+
 fn default_threads() -> i32 {
     std::thread::available_parallelism().map_or(4, |n| n.get() as i32)
 }
@@ -371,6 +413,10 @@ pub struct Session<'e> {
     cached: Vec<LlamaToken>,
     batch: LlamaBatch<'static>,
     n_batch: usize,
+    /// Where the KV state of stable prompt prefixes is kept across runs, when it is.
+    prompt_cache: Option<PromptCache>,
+    /// The model and context parameters, for prompt cache keys.
+    identity: String,
 }
 
 impl Session<'_> {
@@ -455,6 +501,125 @@ impl Session<'_> {
     }
 }
 
+/// The prompt cache: stable prefixes evaluated once, then loaded from disk on later runs.
+impl Session<'_> {
+    /// Keeps the KV state of stable prompt prefixes in `cache` across runs (see
+    /// [`GenerateRequest::stable_prefix`]).
+    pub fn use_prompt_cache(&mut self, cache: PromptCache) {
+        self.prompt_cache = Some(cache);
+    }
+
+    /// Tokens of `prompt[..stable_bytes]` when they are a proper prefix of `tokens` (they are
+    /// when the prefix ends before a special token); else 0, and the prompt is not split.
+    fn stable_prefix(&self, prompt: &str, stable_bytes: usize, tokens: &[LlamaToken]) -> usize {
+        if stable_bytes == 0
+            || stable_bytes >= prompt.len()
+            || !prompt.is_char_boundary(stable_bytes)
+        {
+            return 0;
+        }
+        let prefix = self.engine.tokens(&prompt[..stable_bytes]);
+        if prefix.len() < tokens.len() && tokens.starts_with(&prefix) {
+            prefix.len()
+        } else {
+            tracing::debug!("the stable prefix does not end on a token boundary; not cached");
+            0
+        }
+    }
+
+    /// Evaluates `tokens` after `keep`, the first `prefix` tokens on their own: loaded from the
+    /// prompt cache when it holds them, else evaluated and stored there. Evaluating the rest
+    /// from the same position either way makes a warm run compute exactly what a cold one does
+    /// (same batches, same KV), so greedy decoding gives the same tokens. Returns the tokens
+    /// now reused and how many of them came from disk.
+    fn evaluate_with_prefix(
+        &mut self,
+        tokens: &[LlamaToken],
+        prefix: usize,
+        keep: usize,
+    ) -> Result<(usize, usize), EngineError> {
+        if keep >= prefix {
+            self.evaluate(tokens, keep)?;
+            return Ok((keep, 0));
+        }
+        if self.restore_prefix(&tokens[..prefix]) {
+            self.evaluate(tokens, prefix)?;
+            return Ok((prefix, prefix));
+        }
+        // A file that failed to load leaves the cache empty.
+        let keep = keep.min(self.cached.len());
+        self.evaluate(&tokens[..prefix], keep)?;
+        self.store_prefix(&tokens[..prefix]);
+        self.evaluate(tokens, prefix)?;
+        Ok((keep, 0))
+    }
+
+    fn cache_key(&self, prefix: &[LlamaToken]) -> (CacheKey, Vec<i32>) {
+        let ids: Vec<i32> = prefix.iter().map(|t| t.0).collect();
+        (CacheKey::new(&self.identity, &ids), ids)
+    }
+
+    /// Loads the prefix's state from the cache into an empty sequence; false (and an empty
+    /// cache) when there is none or it does not check out.
+    fn restore_prefix(&mut self, prefix: &[LlamaToken]) -> bool {
+        let Some(cache) = &self.prompt_cache else {
+            return false;
+        };
+        let started = Instant::now();
+        let (key, ids) = self.cache_key(prefix);
+        let Some(path) = cache.find(&key, &ids) else {
+            return false;
+        };
+        let checked = started.elapsed();
+        self.reset();
+        match self.ctx.state_seq_load_file(&path, 0, prefix.len()) {
+            Ok((loaded, _)) if loaded == prefix => {
+                self.cached = prefix.to_vec();
+                tracing::debug!(
+                    "prompt cache: {} tokens restored in {:?} (checking the file {checked:?})",
+                    prefix.len(),
+                    started.elapsed()
+                );
+                true
+            }
+            Ok(_) => {
+                tracing::debug!("prompt cache: {} held other tokens", path.display());
+                self.reset();
+                false
+            }
+            Err(e) => {
+                tracing::debug!("prompt cache: llama.cpp refused {}: {e}", path.display());
+                self.reset();
+                false
+            }
+        }
+    }
+
+    /// Stores the state of the sequence, which holds exactly `prefix`, in the cache; failure
+    /// only costs the next run the prefix's evaluation.
+    fn store_prefix(&self, prefix: &[LlamaToken]) {
+        let Some(cache) = &self.prompt_cache else {
+            return;
+        };
+        let started = Instant::now();
+        let (key, ids) = self.cache_key(prefix);
+        let stored = cache.store(&key, &ids, |path| {
+            self.ctx
+                .state_seq_save_file(path, 0, prefix)
+                .map(|_| ())
+                .map_err(|e| format!("llama.cpp could not save the state: {e}"))
+        });
+        match stored {
+            Ok(bytes) => tracing::debug!(
+                "prompt cache: {} tokens stored ({bytes} bytes) in {:?}",
+                prefix.len(),
+                started.elapsed()
+            ),
+            Err(e) => tracing::debug!("prompt cache: not stored: {e}"),
+        }
+    }
+}
+
 fn sampler_chain(sampling: &Sampling) -> LlamaSampler {
     if sampling.temperature <= 0.0 {
         return LlamaSampler::greedy();
@@ -492,7 +657,8 @@ impl ChatModel for Session<'_> {
         let keep = common.min(tokens.len() - 1);
 
         let started = Instant::now();
-        self.evaluate(&tokens, keep)?;
+        let prefix = self.stable_prefix(prompt, request.stable_prefix, &tokens);
+        let (keep, restored) = self.evaluate_with_prefix(&tokens, prefix, keep)?;
         let prompt_time = started.elapsed();
 
         let mut chain = sampler_chain(&request.sampling);
@@ -566,6 +732,7 @@ impl ChatModel for Session<'_> {
             stats: GenerationStats {
                 prompt_tokens: tokens.len(),
                 reused_tokens: keep,
+                restored_tokens: restored,
                 evaluated_tokens: tokens.len() - keep,
                 generated_tokens: generated,
                 prompt_time,

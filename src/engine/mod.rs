@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod llama;
+pub mod prompt_cache;
 pub mod scripted;
 pub mod stream;
 
@@ -70,6 +71,9 @@ pub struct GenerateRequest {
     pub constraint: Option<Constraint>,
     /// Set to true (e.g. by a Ctrl-C handler) to end this generation early.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Bytes at the start of the prompt that are the same on every run (`Prompt::stable_len`):
+    /// a session with a prompt cache keeps their KV state on disk. 0: none.
+    pub stable_prefix: usize,
 }
 
 impl GenerateRequest {
@@ -81,6 +85,7 @@ impl GenerateRequest {
             stop: Vec::new(),
             constraint: None,
             cancel: None,
+            stable_prefix: 0,
         }
     }
 
@@ -120,8 +125,10 @@ pub enum StopReason {
 pub struct GenerationStats {
     /// Tokens in the prompt.
     pub prompt_tokens: usize,
-    /// Prompt tokens already in the KV cache (not evaluated again).
+    /// Prompt tokens already in the KV cache (not evaluated again), restored ones included.
     pub reused_tokens: usize,
+    /// Prompt tokens whose KV state was loaded from the on-disk prompt cache.
+    pub restored_tokens: usize,
     /// Prompt tokens evaluated by this call.
     pub evaluated_tokens: usize,
     /// Tokens generated.

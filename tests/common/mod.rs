@@ -53,14 +53,17 @@ pub fn fixture_vault() -> String {
         .to_string()
 }
 
-/// Runs the `recall` binary with no user config, no env defaults and the hub offline.
+/// Runs the `recall` binary with no user config, no env defaults, the hub offline, and a prompt
+/// cache of its own that is gone afterwards (never the user's).
 pub fn recall(args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().expect("a temporary folder");
     Command::new(env!("CARGO_BIN_EXE_recall"))
         .args(args)
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HUB_OFFLINE", "1")
+        .env("RECALL_PROMPT_CACHE_DIR", cache.path())
         .output()
         .expect("recall runs")
 }
