@@ -8,7 +8,6 @@
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
 use rustyline::error::ReadlineError;
@@ -147,8 +146,9 @@ impl Repl<'_, '_> {
             );
         }
         let bench = self.bench;
-        // Ctrl-C pressed between turns must not stop this one.
-        bench.cancel.store(false, Ordering::Relaxed);
+        // Ctrl-C pressed between turns must not stop this one, and one pressed during it stops
+        // it alone.
+        bench.interrupt.renew();
         let before = self.conversation.len();
         let mut agent = Agent {
             model: &mut *self.session,
@@ -164,7 +164,7 @@ impl Repl<'_, '_> {
             question,
             &mut stream_to_stdout(!self.global.json),
         );
-        let stopped = bench.cancel.swap(false, Ordering::Relaxed);
+        let stopped = bench.interrupt.token().is_cancelled();
         let turn = match asked {
             Ok(turn) => turn,
             Err(err) => {

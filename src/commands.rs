@@ -4,8 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
@@ -13,10 +12,10 @@ use serde_json::{Value, json};
 use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::config;
-use crate::engine::GenerationStats;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
+use crate::engine::{CancellationToken, GenerationStats};
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
 use crate::sources::Citation;
@@ -259,8 +258,49 @@ pub fn render(args: &ServerArgs, question: &str) -> Result<()> {
     Ok(())
 }
 
+/// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
+/// which every piece of work (an `ask`, a chat turn, a study run) checks. A chat takes a fresh
+/// token per turn ([`Interrupt::renew`]), so a Ctrl-C stops one turn only.
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    current: Arc<Mutex<CancellationToken>>,
+}
+
+impl Interrupt {
+    /// Catches Ctrl-C (SIGINT) on `runtime` from now on.
+    pub fn install(runtime: &tokio::runtime::Runtime) -> Interrupt {
+        let interrupt = Interrupt::default();
+        let current = interrupt.current.clone();
+        runtime.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .cancel();
+            }
+        });
+        interrupt
+    }
+
+    /// The current token: cancelled once Ctrl-C was pressed since the last renewal.
+    pub fn token(&self) -> CancellationToken {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the current token with a fresh one (a Ctrl-C pressed before does not touch it)
+    /// and returns it.
+    pub fn renew(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+        token
+    }
+}
+
 /// What every model-using command starts with: the tool servers, the model, its prompt layout,
-/// and a Ctrl-C flag that ends the current generation (not the process).
+/// and Ctrl-C caught as cancellation (it ends the current work, not the process).
 pub struct Workbench {
     /// Runs the MCP clients; the agent blocks on it for tool calls.
     pub runtime: tokio::runtime::Runtime,
@@ -270,8 +310,8 @@ pub struct Workbench {
     pub engine: Engine,
     /// How prompts are laid out for it.
     pub template: ChatTemplate,
-    /// Set by Ctrl-C; cleared by whoever starts the next turn.
-    pub cancel: Arc<AtomicBool>,
+    /// Ctrl-C, caught once the model is loaded.
+    pub interrupt: Interrupt,
 }
 
 impl Workbench {
@@ -317,19 +357,13 @@ impl Workbench {
                 template.family().name()
             );
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        let flag = cancel.clone();
-        runtime.spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                flag.store(true, Ordering::Relaxed);
-            }
-        });
+        let interrupt = Interrupt::install(&runtime);
         let bench = Workbench {
             runtime,
             manager,
             engine,
             template,
-            cancel,
+            interrupt,
         };
         Ok((bench, found))
     }
@@ -342,7 +376,7 @@ impl Workbench {
         })?)
     }
 
-    /// The loop settings the flags ask for.
+    /// The loop settings the flags ask for, cancelled by the current Ctrl-C token.
     pub fn agent_options(&self, model_args: &ModelArgs, agent_args: &AgentArgs) -> AgentOptions {
         AgentOptions {
             max_steps: agent_args.max_steps,
@@ -350,7 +384,7 @@ impl Workbench {
             grammar: !agent_args.no_grammar,
             tool_first: !agent_args.tools_optional,
             sampling: model_args.sampling(),
-            cancel: Some(self.cancel.clone()),
+            cancel: self.interrupt.token(),
         }
     }
 

@@ -3,8 +3,6 @@
 mod common;
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
 use recall::engine::{ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason};
@@ -191,8 +189,8 @@ fn a_lazy_grammar_leaves_free_text_free() {
 fn cancel_ends_the_turn() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
-    let mut request = GenerateRequest::greedy(64);
-    request.cancel = Some(Arc::new(AtomicBool::new(true)));
+    let request = GenerateRequest::greedy(64);
+    request.cancel.cancel();
     let done = session
         .generate(&chatml("Tell a story."), &request, &mut ignore)
         .unwrap();

@@ -8,7 +8,6 @@ use std::num::NonZeroU32;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use llama_cpp_2::context::LlamaContext;
@@ -507,11 +506,7 @@ impl ChatModel for Session<'_> {
         let mut piece = Vec::new();
         let started = Instant::now();
         let stop = loop {
-            if request
-                .cancel
-                .as_ref()
-                .is_some_and(|c| c.load(Ordering::Relaxed))
-            {
+            if request.cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
             if generated >= request.max_tokens {
