@@ -199,6 +199,32 @@ fn cancel_ends_the_turn() {
 }
 
 #[test]
+fn a_cancelled_prompt_is_not_read_and_the_session_goes_on() {
+    let engine = load();
+    // Several prompt batches long: cancellation is checked between them.
+    let prompt = chatml(&"Tell me about cells and their parts. ".repeat(60));
+    let mut session = engine.session(&session_options()).unwrap();
+    let stopped = GenerateRequest::greedy(16);
+    stopped.cancel.cancel();
+    let done = session.generate(&prompt, &stopped, &mut ignore).unwrap();
+    assert_eq!(done.stop, StopReason::Cancelled);
+    assert!(done.stats.prompt_tokens > 300, "{:?}", done.stats);
+    assert_eq!(done.stats.evaluated_tokens, 0, "{:?}", done.stats);
+    assert_eq!(done.text, "");
+
+    // The next request on the same session answers as a fresh session does.
+    let again = session
+        .generate(&prompt, &GenerateRequest::greedy(16), &mut ignore)
+        .unwrap();
+    let mut fresh = engine.session(&session_options()).unwrap();
+    let expected = fresh
+        .generate(&prompt, &GenerateRequest::greedy(16), &mut ignore)
+        .unwrap();
+    assert_eq!(again.text, expected.text);
+    assert_ne!(again.stop, StopReason::Cancelled);
+}
+
+#[test]
 fn an_oversized_prompt_is_an_error_not_a_crash() {
     let engine = load();
     let mut session = engine

@@ -6,7 +6,7 @@
 //! logic, kept pure so it can be tested without a model.
 //!
 //! Cancellation is an engine concept: a [`GenerateRequest`] carries a [`CancellationToken`],
-//! checked before each generated token, and work the user stopped
+//! checked between prompt batches and before each generated token, and work the user stopped
 //! ends with the [`Cancelled`] error, whoever runs it (the agent loop, the study commands).
 //!
 //! **Architecture invariant:** a [`ChatModel`] keeps one conversation's KV cache; each call to
@@ -77,8 +77,8 @@ pub struct GenerateRequest {
     pub stop: Vec<String>,
     /// Optional grammar.
     pub constraint: Option<Constraint>,
-    /// Cancelled (by Ctrl-C) to end this generation early: checked before each token; the
-    /// generation then ends with [`StopReason::Cancelled`].
+    /// Cancelled (by Ctrl-C) to end this generation early: checked between prompt batches and
+    /// before each token; the generation then ends with [`StopReason::Cancelled`].
     pub cancel: CancellationToken,
 }
 
@@ -121,7 +121,8 @@ pub enum StopReason {
     MaxTokens,
     /// The context window filled up.
     ContextFull,
-    /// [`GenerateRequest::cancel`] was cancelled; the text is what was generated until then.
+    /// [`GenerateRequest::cancel`] was cancelled (while the prompt was read or the reply
+    /// written); the text is what was generated until then.
     Cancelled,
     /// The `on_text` callback asked to stop.
     StoppedByCaller,
