@@ -57,8 +57,9 @@ pub struct AgentOptions {
     pub tool_first: bool,
     /// Sampling for both steps.
     pub sampling: Sampling,
-    /// Cancelled (by Ctrl-C) to stop the turn: the generation running, or the tool calls,
-    /// which then end the turn with [`AgentError::Cancelled`].
+    /// Cancelled (by Ctrl-C) to stop the turn wherever it is: the prompt being read, the
+    /// reply or answer being written, or the tool calls running. The turn then ends with
+    /// [`AgentError::Cancelled`], also when part of the answer was already streamed.
     pub cancel: CancellationToken,
 }
 
@@ -130,7 +131,7 @@ pub enum AgentError {
     /// A prompt failed to render.
     #[error(transparent)]
     Prompt(#[from] PromptError),
-    /// The user stopped the turn (Ctrl-C) before its answer began.
+    /// The user stopped the turn (Ctrl-C); nothing of it counts, not even an answer begun.
     #[error(transparent)]
     Cancelled(#[from] Cancelled),
 }
@@ -385,12 +386,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
             on_text(text)
         })?;
+        // A cut answer is not the answer: the turn is stopped, whatever was streamed.
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
         let answer = completion.text.trim().to_string();
         if !answer.is_empty() {
             return Ok((answer, false, completion));
-        }
-        if completion.stop == StopReason::Cancelled {
-            return Err(Cancelled.into());
         }
         let quoted = quote_sources(sources);
         let _ = on_text(&quoted);

@@ -164,11 +164,10 @@ impl Repl<'_, '_> {
             question,
             &mut stream_to_stdout(!self.global.json),
         );
-        let stopped = bench.interrupt.token().is_cancelled();
         let turn = match asked {
             Ok(turn) => turn,
+            // A failed or stopped turn leaves no half of itself behind; the chat goes on.
             Err(err) => {
-                // A failed turn leaves no half of itself behind; the chat goes on.
                 self.conversation.truncate(before);
                 eprintln!("\nrecall: {err:#}");
                 return Ok(());
@@ -189,9 +188,6 @@ impl Repl<'_, '_> {
             writeln!(out)?;
         }
         out.flush()?;
-        if stopped {
-            eprintln!("recall: stopped.");
-        }
         Ok(())
     }
 

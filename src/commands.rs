@@ -15,7 +15,7 @@ use crate::config;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
-use crate::engine::{CancellationToken, GenerationStats};
+use crate::engine::{CancellationToken, Cancelled, GenerationStats};
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
 use crate::sources::Citation;
@@ -310,7 +310,7 @@ pub struct Workbench {
     pub engine: Engine,
     /// How prompts are laid out for it.
     pub template: ChatTemplate,
-    /// Ctrl-C, caught once the model is loaded.
+    /// Ctrl-C, caught from the moment the servers run.
     pub interrupt: Interrupt,
 }
 
@@ -325,7 +325,8 @@ impl Workbench {
     }
 
     /// Starts the servers, runs `first` on them, and only when it succeeds loads the model: a
-    /// bad target should fail before the user waits for a model to load.
+    /// bad target should fail before the user waits for a model to load. A Ctrl-C meanwhile
+    /// takes effect once the model is loaded: the servers stop and the error is [`Cancelled`].
     pub fn open_after<T>(
         global: &GlobalArgs,
         model_args: &ModelArgs,
@@ -333,8 +334,17 @@ impl Workbench {
         first: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
     ) -> Result<(Workbench, T)> {
         let (runtime, manager) = start_servers(server_args)?;
-        let loaded =
-            first(&runtime, &manager).and_then(|found| Ok((found, load_model(model_args)?)));
+        // From here on Ctrl-C must not kill recall: the servers would be left without their
+        // shutdown (they run in process groups of their own, so the terminal spares them).
+        let interrupt = Interrupt::install(&runtime);
+        let loaded = first(&runtime, &manager)
+            .and_then(|found| Ok((found, load_model(model_args)?)))
+            .and_then(|loaded| {
+                if interrupt.token().is_cancelled() {
+                    return Err(Cancelled.into());
+                }
+                Ok(loaded)
+            });
         let (found, engine) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
@@ -357,7 +367,6 @@ impl Workbench {
                 template.family().name()
             );
         }
-        let interrupt = Interrupt::install(&runtime);
         let bench = Workbench {
             runtime,
             manager,
@@ -412,6 +421,10 @@ pub fn stream_to_stdout(enabled: bool) -> impl FnMut(&str) -> ControlFlow<()> {
 }
 
 /// `recall ask`: one question, the answer streamed, then the notes it used.
+///
+/// Ctrl-C at any point (prompt, decision, tool calls, the answer streaming) stops the run: the
+/// error is [`Cancelled`] (`recall: stopped`, exit 130), a streamed part of the answer is ended
+/// with a newline, and `--json` prints nothing, since there is no finished turn to report.
 pub fn ask(
     global: &GlobalArgs,
     model_args: &ModelArgs,
@@ -433,12 +446,24 @@ pub fn ask(
         options: bench.agent_options(model_args, agent_args),
     };
     let mut conversation = Vec::new();
-    let turn = agent.ask(
-        &mut conversation,
-        question,
-        &mut stream_to_stdout(!global.json),
-    )?;
+    let mut streamed = false;
+    let mut sink = stream_to_stdout(!global.json);
+    let asked = agent.ask(&mut conversation, question, &mut |text| {
+        streamed = true;
+        sink(text)
+    });
     drop((session, answer_session));
+    let turn = match asked {
+        Ok(turn) => turn,
+        Err(err) => {
+            if streamed && !global.json {
+                // The cut answer's line ends before the error is printed.
+                let _ = writeln!(std::io::stdout());
+            }
+            bench.close();
+            return Err(err.into());
+        }
+    };
 
     let report = turn_json(&turn, bench.engine.info());
     if let Some(path) = &global.transcript {
