@@ -53,8 +53,18 @@ pub fn run(
         Some(path) => load_file(path)?,
         None => Vec::new(),
     };
-    let bench = Workbench::open(global, model, servers)?;
+    // The line editor comes first: on a terminal, rustyline puts a SIGINT handler of its own in
+    // place for as long as it lives. Installed after it, the workbench's Ctrl-C handler runs
+    // first (and then rustyline's); installed before it, it would never run, and Ctrl-C during a
+    // turn would stop nothing.
     let mut input = Input::open();
+    let bench = match Workbench::open(global, model, servers) {
+        Ok(bench) => bench,
+        Err(err) => {
+            input.close();
+            return Err(err);
+        }
+    };
     let sessions = bench
         .session(model)
         .and_then(|s| Ok((s, bench.session(model)?)));
@@ -71,8 +81,10 @@ pub fn run(
         };
         repl.run(&mut input)
     });
-    input.close();
+    // The servers stop while Ctrl-C is still caught; closing the editor restores the SIGINT
+    // handler it found (none).
     bench.close();
+    input.close();
     result
 }
 

@@ -496,26 +496,10 @@ async fn a_config_file_drives_the_manager() {
     manager.shutdown().await;
 }
 
-/// `(state, process group)` of a process from `/proc/PID/stat`, or `None` once it is gone.
-fn stat(pid: u32) -> Option<(char, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-    let rest = &text[text.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// True while `pid` runs (a zombie has ended; only its parent's wait is missing).
-fn running(pid: u32) -> bool {
-    stat(pid).is_some_and(|(state, _)| state != 'Z')
-}
-
 /// Waits (at most 10 s) for `pid` to end; panics if it does not.
 async fn assert_ends(pid: u32, what: &str) {
     for _ in 0..100 {
-        if !running(pid) {
+        if !common::running(pid) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -547,12 +531,16 @@ async fn each_server_has_its_own_process_group_and_shutdown_ends_all_of_it() {
     assert_eq!(status_of(&manager, "time"), ServerStatus::Running);
     let server = manager.server_pid("time").unwrap();
     let child = read_pid(&pid_file);
-    let (_, ours) = stat(std::process::id()).unwrap();
-    let (_, group) = stat(server).unwrap();
+    let ours = common::stat(std::process::id()).unwrap().pgrp;
+    let group = common::stat(server).unwrap().pgrp;
     // Ctrl-C at a terminal signals the foreground group: recall's, never the server's.
     assert_eq!(group, server, "the server leads a group of its own");
     assert_ne!(group, ours);
-    assert_eq!(stat(child).unwrap().1, group, "its child is in its group");
+    assert_eq!(
+        common::stat(child).unwrap().pgrp,
+        group,
+        "its child is in its group"
+    );
     assert_ok(
         &manager
             .call(&call("get_current_time", json!({"timezone": "UTC"})))

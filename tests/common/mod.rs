@@ -169,3 +169,56 @@ impl Watched {
         (status, stdout, stderr)
     }
 }
+
+impl Drop for Watched {
+    /// A test that failed midway leaves no process behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// What `/proc/PID/stat` says about a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// `R`, `S`, `Z`, …
+    pub state: char,
+    /// Its parent.
+    pub ppid: u32,
+    /// Its process group.
+    pub pgrp: u32,
+}
+
+/// The process `pid` as `/proc` shows it, or `None` once it is gone.
+pub fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(Stat { state, ppid, pgrp })
+}
+
+/// True while `pid` runs (a zombie has ended; only its parent's wait is missing).
+pub fn running(pid: u32) -> bool {
+    stat(pid).is_some_and(|s| s.state != 'Z')
+}
+
+/// The running children of `parent` whose command line contains `needle`.
+pub fn children_running(parent: u32, needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|s| s.ppid == parent && s.state != 'Z'))
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
