@@ -15,15 +15,13 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::engine::{
-    ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, Sampling,
-    StopReason,
+    CancellationToken, Cancelled, ChatModel, Completion, Constraint, EngineError, GenerateRequest,
+    GenerationStats, Sampling, StopReason,
 };
 use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains};
 use crate::mcp::{ToolHost, ToolRoute};
@@ -59,9 +57,10 @@ pub struct AgentOptions {
     pub tool_first: bool,
     /// Sampling for both steps.
     pub sampling: Sampling,
-    /// Set (by Ctrl-C) to stop the turn: the generation running, or the tool calls, which
-    /// then end the turn with [`AgentError::Cancelled`].
-    pub cancel: Option<Arc<AtomicBool>>,
+    /// Cancelled (by Ctrl-C) to stop the turn wherever it is: the prompt being read, the
+    /// reply or answer being written, or the tool calls running. The turn then ends with
+    /// [`AgentError::Cancelled`], also when part of the answer was already streamed.
+    pub cancel: CancellationToken,
 }
 
 impl Default for AgentOptions {
@@ -72,7 +71,7 @@ impl Default for AgentOptions {
             grammar: true,
             tool_first: true,
             sampling: Sampling::default(),
-            cancel: None,
+            cancel: CancellationToken::new(),
         }
     }
 }
@@ -132,9 +131,16 @@ pub enum AgentError {
     /// A prompt failed to render.
     #[error(transparent)]
     Prompt(#[from] PromptError),
-    /// The user stopped the turn (Ctrl-C) before its answer began.
-    #[error("stopped")]
-    Cancelled,
+    /// The user stopped the turn (Ctrl-C); nothing of it counts, not even an answer begun.
+    #[error(transparent)]
+    Cancelled(#[from] Cancelled),
+}
+
+impl AgentError {
+    /// True when the user stopped the turn.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, AgentError::Cancelled(_))
+    }
 }
 
 /// Asks before a call to a tool whose server is not read-only; `true` lets it run.
@@ -235,7 +241,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             })?;
             tracing::debug!(target: "recall::model", "decision output: {:?}", completion.text);
             if completion.stop == StopReason::Cancelled {
-                return Err(AgentError::Cancelled);
+                return Err(Cancelled.into());
             }
             let calls = match parse_reply(&completion.text, &tools) {
                 Reply::Answer(_) => {
@@ -382,12 +388,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
             on_text(text)
         })?;
+        // A cut answer is not the answer: the turn is stopped, whatever was streamed.
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
         let answer = completion.text.trim().to_string();
         if !answer.is_empty() {
             return Ok((answer, false, completion));
-        }
-        if completion.stop == StopReason::Cancelled {
-            return Err(AgentError::Cancelled);
         }
         let quoted = quote_sources(sources);
         let _ = on_text(&quoted);
@@ -442,17 +449,17 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .filter(|(_, done)| done.is_none())
             .map(|(call, _)| host.call(call))
             .collect();
-        let cancel = self.options.cancel.clone();
+        let cancel = &self.options.cancel;
         let ran = self.runtime.block_on(async move {
-            let all = std::pin::pin!(futures::future::join_all(pending));
-            let stop = std::pin::pin!(cancelled(cancel));
-            match futures::future::select(all, stop).await {
-                futures::future::Either::Left((outputs, _)) => Some(outputs),
-                futures::future::Either::Right(_) => None,
+            tokio::select! {
+                // A turn already stopped starts no call.
+                biased;
+                () = cancel.cancelled() => None,
+                outputs = futures::future::join_all(pending) => Some(outputs),
             }
         });
         let Some(ran) = ran else {
-            return Err(AgentError::Cancelled);
+            return Err(Cancelled.into());
         };
         let mut ran = ran.into_iter();
         let elapsed = started.elapsed();
@@ -514,17 +521,6 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
         output: completion.text.clone(),
         calls,
         stats: completion.stats.clone(),
-    }
-}
-
-/// Resolves once `flag` is set (never, without one). Polled: the flag is a plain atomic that
-/// the Ctrl-C handler sets, shared with the engine's token loop.
-async fn cancelled(flag: Option<Arc<AtomicBool>>) {
-    let Some(flag) = flag else {
-        return std::future::pending().await;
-    };
-    while !flag.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

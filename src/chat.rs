@@ -8,7 +8,6 @@
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
 use rustyline::error::ReadlineError;
@@ -54,8 +53,18 @@ pub fn run(
         Some(path) => load_file(path)?,
         None => Vec::new(),
     };
-    let bench = Workbench::open(global, model, servers)?;
+    // The line editor comes first: on a terminal, rustyline puts a SIGINT handler of its own in
+    // place for as long as it lives. Installed after it, the workbench's Ctrl-C handler runs
+    // first (and then rustyline's); installed before it, it would never run, and Ctrl-C during a
+    // turn would stop nothing.
     let mut input = Input::open();
+    let bench = match Workbench::open(global, model, servers) {
+        Ok(bench) => bench,
+        Err(err) => {
+            input.close();
+            return Err(err);
+        }
+    };
     let sessions = bench
         .session(model)
         .and_then(|s| Ok((s, bench.session(model)?)));
@@ -72,8 +81,10 @@ pub fn run(
         };
         repl.run(&mut input)
     });
-    input.close();
+    // The servers stop while Ctrl-C is still caught; closing the editor restores the SIGINT
+    // handler it found (none).
     bench.close();
+    input.close();
     result
 }
 
@@ -147,8 +158,9 @@ impl Repl<'_, '_> {
             );
         }
         let bench = self.bench;
-        // Ctrl-C pressed between turns must not stop this one.
-        bench.cancel.store(false, Ordering::Relaxed);
+        // Ctrl-C pressed between turns must not stop this one, and one pressed during it stops
+        // it alone.
+        bench.interrupt.renew();
         let before = self.conversation.len();
         let mut agent = Agent {
             model: &mut *self.session,
@@ -164,11 +176,10 @@ impl Repl<'_, '_> {
             question,
             &mut stream_to_stdout(!self.global.json),
         );
-        let stopped = bench.cancel.swap(false, Ordering::Relaxed);
         let turn = match asked {
             Ok(turn) => turn,
+            // A failed or stopped turn leaves no half of itself behind; the chat goes on.
             Err(err) => {
-                // A failed turn leaves no half of itself behind; the chat goes on.
                 self.conversation.truncate(before);
                 eprintln!("\nrecall: {err:#}");
                 return Ok(());
@@ -189,9 +200,6 @@ impl Repl<'_, '_> {
             writeln!(out)?;
         }
         out.flush()?;
-        if stopped {
-            eprintln!("recall: stopped.");
-        }
         Ok(())
     }
 

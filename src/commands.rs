@@ -4,8 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
@@ -13,11 +12,11 @@ use serde_json::{Value, json};
 use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, ServerArgs};
 use crate::config;
-use crate::engine::GenerationStats;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
 use crate::engine::prompt_cache::PromptCache;
+use crate::engine::{CancellationToken, Cancelled, GenerationStats};
 use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
 use crate::prompt::{ChatTemplate, Message};
 use crate::sources::Citation;
@@ -287,8 +286,49 @@ pub fn render(args: &ServerArgs, question: &str) -> Result<()> {
     Ok(())
 }
 
+/// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
+/// which every piece of work (an `ask`, a chat turn, a study run) checks. A chat takes a fresh
+/// token per turn ([`Interrupt::renew`]), so a Ctrl-C stops one turn only.
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    current: Arc<Mutex<CancellationToken>>,
+}
+
+impl Interrupt {
+    /// Catches Ctrl-C (SIGINT) on `runtime` from now on.
+    pub fn install(runtime: &tokio::runtime::Runtime) -> Interrupt {
+        let interrupt = Interrupt::default();
+        let current = interrupt.current.clone();
+        runtime.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .cancel();
+            }
+        });
+        interrupt
+    }
+
+    /// The current token: cancelled once Ctrl-C was pressed since the last renewal.
+    pub fn token(&self) -> CancellationToken {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the current token with a fresh one (a Ctrl-C pressed before does not touch it)
+    /// and returns it.
+    pub fn renew(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+        token
+    }
+}
+
 /// What every model-using command starts with: the tool servers, the model, its prompt layout,
-/// and a Ctrl-C flag that ends the current generation (not the process).
+/// and Ctrl-C caught as cancellation (it ends the current work, not the process).
 pub struct Workbench {
     /// Runs the MCP clients; the agent blocks on it for tool calls.
     pub runtime: tokio::runtime::Runtime,
@@ -298,8 +338,8 @@ pub struct Workbench {
     pub engine: Engine,
     /// How prompts are laid out for it.
     pub template: ChatTemplate,
-    /// Set by Ctrl-C; cleared by whoever starts the next turn.
-    pub cancel: Arc<AtomicBool>,
+    /// Ctrl-C, caught from the moment the servers run.
+    pub interrupt: Interrupt,
 }
 
 impl Workbench {
@@ -313,7 +353,8 @@ impl Workbench {
     }
 
     /// Starts the servers, runs `first` on them, and only when it succeeds loads the model: a
-    /// bad target should fail before the user waits for a model to load.
+    /// bad target should fail before the user waits for a model to load. A Ctrl-C meanwhile
+    /// takes effect once the model is loaded: the servers stop and the error is [`Cancelled`].
     pub fn open_after<T>(
         global: &GlobalArgs,
         model_args: &ModelArgs,
@@ -321,8 +362,17 @@ impl Workbench {
         first: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
     ) -> Result<(Workbench, T)> {
         let (runtime, manager) = start_servers(server_args)?;
-        let loaded =
-            first(&runtime, &manager).and_then(|found| Ok((found, load_model(model_args)?)));
+        // From here on Ctrl-C must not kill recall: the servers would be left without their
+        // shutdown (they run in process groups of their own, so the terminal spares them).
+        let interrupt = Interrupt::install(&runtime);
+        let loaded = first(&runtime, &manager)
+            .and_then(|found| Ok((found, load_model(model_args)?)))
+            .and_then(|loaded| {
+                if interrupt.token().is_cancelled() {
+                    return Err(Cancelled.into());
+                }
+                Ok(loaded)
+            });
         let (found, engine) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
@@ -345,19 +395,12 @@ impl Workbench {
                 template.family().name()
             );
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        let flag = cancel.clone();
-        runtime.spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                flag.store(true, Ordering::Relaxed);
-            }
-        });
         let bench = Workbench {
             runtime,
             manager,
             engine,
             template,
-            cancel,
+            interrupt,
         };
         Ok((bench, found))
     }
@@ -370,7 +413,7 @@ impl Workbench {
         })?)
     }
 
-    /// The loop settings the flags ask for.
+    /// The loop settings the flags ask for, cancelled by the current Ctrl-C token.
     pub fn agent_options(&self, model_args: &ModelArgs, agent_args: &AgentArgs) -> AgentOptions {
         AgentOptions {
             max_steps: agent_args.max_steps,
@@ -378,7 +421,7 @@ impl Workbench {
             grammar: !agent_args.no_grammar,
             tool_first: !agent_args.tools_optional,
             sampling: model_args.sampling(),
-            cancel: Some(self.cancel.clone()),
+            cancel: self.interrupt.token(),
         }
     }
 
@@ -406,6 +449,10 @@ pub fn stream_to_stdout(enabled: bool) -> impl FnMut(&str) -> ControlFlow<()> {
 }
 
 /// `recall ask`: one question, the answer streamed, then the notes it used.
+///
+/// Ctrl-C at any point (prompt, decision, tool calls, the answer streaming) stops the run: the
+/// error is [`Cancelled`] (`recall: stopped`, exit 130), a streamed part of the answer is ended
+/// with a newline, and `--json` prints nothing, since there is no finished turn to report.
 pub fn ask(
     global: &GlobalArgs,
     model_args: &ModelArgs,
@@ -433,12 +480,24 @@ pub fn ask(
         options: bench.agent_options(model_args, agent_args),
     };
     let mut conversation = Vec::new();
-    let turn = agent.ask(
-        &mut conversation,
-        question,
-        &mut stream_to_stdout(!global.json),
-    )?;
+    let mut streamed = false;
+    let mut sink = stream_to_stdout(!global.json);
+    let asked = agent.ask(&mut conversation, question, &mut |text| {
+        streamed = true;
+        sink(text)
+    });
     drop((session, answer_session));
+    let turn = match asked {
+        Ok(turn) => turn,
+        Err(err) => {
+            if streamed && !global.json {
+                // The cut answer's line ends before the error is printed.
+                let _ = writeln!(std::io::stdout());
+            }
+            bench.close();
+            return Err(err.into());
+        }
+    };
 
     let report = turn_json(&turn, bench.engine.info());
     if let Some(path) = &global.transcript {

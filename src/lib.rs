@@ -38,10 +38,7 @@ pub fn run() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("recall: {err:#}");
-            if matches!(
-                err.downcast_ref::<agent::AgentError>(),
-                Some(agent::AgentError::Cancelled)
-            ) {
+            if is_cancelled(&err) {
                 // What shells report for a run ended by Ctrl-C.
                 return ExitCode::from(130);
             }
@@ -136,6 +133,15 @@ fn init_logging(verbose: bool, server: bool) {
         .with_ansi(!server && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .try_init();
+}
+
+/// True when the user stopped the run (Ctrl-C), whoever reported it.
+fn is_cancelled(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.is::<engine::Cancelled>()
+            || e.downcast_ref::<agent::AgentError>()
+                .is_some_and(agent::AgentError::is_cancelled)
+    })
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -4,14 +4,21 @@
 //! This is the only module that imports `rmcp`; everything leaving it is [`crate::tool`]
 //! vocabulary or a type defined here. A server's stderr goes to the log (target
 //! `recall::mcp::stderr`), never into tool output.
+//!
+//! Each server runs in a process group of its own: Ctrl-C at the terminal (SIGINT to the
+//! foreground group) stops recall's turn and never reaches a server. Whenever recall is done with
+//! a server (shutdown, a failed start, a restart) it ends the whole group, so the processes a
+//! server started itself (`npx` → `node`, a shell script's children) are not left behind.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
@@ -39,6 +46,9 @@ const STDERR_TAIL_LINES: usize = 20;
 
 /// How long to wait for a server that failed to start to finish writing its stderr.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
+/// How long the processes left in a server's group have after SIGTERM before SIGKILL.
+const GROUP_GRACE: Duration = Duration::from_millis(500);
 
 /// What the agent loop needs from a set of tools; [`McpManager`] is the real one, tests use fakes.
 pub trait ToolHost: Sync {
@@ -318,23 +328,31 @@ impl McpManager {
         }
     }
 
-    /// Stops every server: closes each session and waits (bounded) for the children to exit.
+    /// Stops every server: closes each session, waits (bounded) for the children to exit, then
+    /// ends what is left of each server's process group.
     pub async fn shutdown(self) {
         let mut tasks = tokio::task::JoinSet::new();
         for server in &self.servers {
-            let client = server.state().client.take();
-            let Some(client) = client else { continue };
+            let (client, pid) = {
+                let mut state = server.state();
+                (state.client.take(), state.pid.take())
+            };
             let name = server.spec.name.clone();
             tasks.spawn(async move {
-                match Arc::try_unwrap(client) {
+                match client.map(Arc::try_unwrap) {
                     // Closing the transport closes stdin, then SIGTERM, then SIGKILL (rmcp).
-                    Ok(client) => {
+                    Some(Ok(client)) => {
                         if let Err(e) = client.cancel().await {
                             tracing::warn!(server = %name, "shutdown: {e}");
                         }
                     }
                     // A call still holds it (its future was leaked); dropping cancels the session.
-                    Err(shared) => drop(shared),
+                    Some(Err(shared)) => drop(shared),
+                    None => {}
+                }
+                // Also for a server that died earlier: its own children may outlive it.
+                if let Some(pid) = pid {
+                    end_group(pid).await;
                 }
             });
         }
@@ -393,12 +411,13 @@ impl McpManager {
         if let Some(client) = self.current_client(server) {
             return Ok(client);
         }
-        let (restarted, status, tail) = {
+        let (restarted, status, tail, old_pid) = {
             let state = server.state();
             (
                 state.restarted,
                 state.status.clone(),
                 state.stderr_tail.clone(),
+                state.pid,
             )
         };
         if restarted || matches!(status, ServerStatus::Failed { .. }) {
@@ -408,6 +427,10 @@ impl McpManager {
             ));
         }
         tracing::info!(server = %server.spec.name, "restarting MCP server");
+        // The dead server's own children go before a new one starts.
+        if let Some(pid) = old_pid {
+            end_group(pid).await;
+        }
         match start_server(&server.spec, tail).await {
             Ok(live) => {
                 let client = live.client.clone();
@@ -427,6 +450,7 @@ impl McpManager {
                 {
                     let mut state = server.state();
                     state.tools.clear();
+                    state.pid = None;
                     state.restarted = true;
                     state.status = failure.into_status();
                 }
@@ -587,7 +611,9 @@ async fn start_server(
     command
         .args(&spec.args)
         .env_clear()
-        .envs(spec.child_env(|name| std::env::var_os(name)));
+        .envs(spec.child_env(|name| std::env::var_os(name)))
+        // A group of its own (its id is the child's pid): the terminal's Ctrl-C is for recall.
+        .process_group(0);
     let (transport, stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
@@ -616,10 +642,10 @@ async fn start_server(
     .await;
     let (client, tools) = match started {
         Ok(Ok(started)) => started,
-        Ok(Err(reason)) => return Err(start_failure(reason, reader, &tail).await),
+        Ok(Err(reason)) => return Err(start_failure(reason, pid, reader, &tail).await),
         Err(_) => {
             let reason = format!("did not start within {} s", limit.as_secs_f64());
-            return Err(start_failure(reason, reader, &tail).await);
+            return Err(start_failure(reason, pid, reader, &tail).await);
         }
     };
     let offered: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
@@ -649,19 +675,47 @@ async fn start_server(
     })
 }
 
-/// Builds the failure report once the dying child has (briefly) had time to finish its stderr,
-/// so the tail holds its last words.
+/// Ends the failed server's process group, then builds the failure report once the dying
+/// child has (briefly) had time to finish its stderr, so the tail holds its last words.
 async fn start_failure(
     reason: String,
+    pid: Option<u32>,
     reader: Option<JoinHandle<()>>,
     tail: &Mutex<VecDeque<String>>,
 ) -> StartFailure {
+    // Before the drain: a process left in the group may hold the stderr pipe open.
+    if let Some(pid) = pid {
+        end_group(pid).await;
+    }
     if let Some(reader) = reader {
         let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
     }
     StartFailure {
         reason,
         stderr_tail: tail_lines(tail),
+    }
+}
+
+/// Ends every process still in the process group `pgid` (a server and what it started):
+/// SIGTERM, up to [`GROUP_GRACE`] for them to exit, then SIGKILL. Returns at once when the
+/// group is already empty.
+async fn end_group(pgid: u32) {
+    let Ok(raw) = i32::try_from(pgid) else { return };
+    let group = Pid::from_raw(raw);
+    // ESRCH: no process is left in the group.
+    if killpg(group, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + GROUP_GRACE;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if killpg(group, None).is_err() {
+            return;
+        }
+    }
+    // Also reached when only zombies are left (they count as members until reaped).
+    if killpg(group, Signal::SIGKILL).is_ok() {
+        tracing::debug!(pgid, "processes of an MCP server ignored SIGTERM; killed");
     }
 }
 

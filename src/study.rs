@@ -8,17 +8,15 @@
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::sync::LazyLock;
-use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result, bail};
 use obsidian_kb::api;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use crate::agent::AgentError;
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
 use crate::commands::{Workbench, append_transcript, stream_to_stdout, timings_json};
-use crate::engine::{ChatModel, GenerateRequest, StopReason};
+use crate::engine::{Cancelled, ChatModel, GenerateRequest, StopReason};
 use crate::mcp::ToolHost;
 use crate::prompt::{ChatTemplate, Message};
 use crate::vault::{VaultClient, VaultError};
@@ -341,7 +339,7 @@ impl Writer<'_> {
             "timings": timings_json(&completion.stats),
         }));
         if completion.stop == StopReason::Cancelled {
-            return Err(AgentError::Cancelled.into());
+            return Err(Cancelled.into());
         }
         Ok(format!("{prefill}{}", completion.text).trim().to_string())
     }
@@ -351,13 +349,12 @@ fn request(model_args: &ModelArgs, agent_args: &AgentArgs, bench: &Workbench) ->
     let mut sampling = model_args.sampling();
     // Summaries, questions and grades should follow the note, not wander: stay near greedy.
     sampling.temperature = sampling.temperature.min(0.3);
-    bench.cancel.store(false, Ordering::Relaxed);
     GenerateRequest {
         max_tokens: agent_args.max_tokens,
         sampling,
         stop: Vec::new(),
         constraint: None,
-        cancel: Some(bench.cancel.clone()),
+        cancel: bench.interrupt.token(),
         stable_prefix: 0,
     }
 }
@@ -1060,7 +1057,6 @@ fn interactive(
     out: &mut impl Write,
 ) -> Result<()> {
     let cancel = writer.request.cancel.clone();
-    let cancelled = || cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
     let mut items: Vec<QuizItem> = Vec::new();
     let mut score = 0.0;
     let mut graded = 0;
@@ -1079,7 +1075,7 @@ fn interactive(
         write!(out, "> ")?;
         out.flush()?;
         let mut reply = String::new();
-        if std::io::stdin().read_line(&mut reply)? == 0 || cancelled() {
+        if std::io::stdin().read_line(&mut reply)? == 0 || cancel.is_cancelled() {
             writeln!(out)?;
             break;
         }

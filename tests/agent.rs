@@ -6,11 +6,10 @@ mod common;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use recall::agent::{Agent, AgentError, AgentOptions, RefuseAll, Turn};
 use recall::config::{self, ServerSpec};
+use recall::engine::CancellationToken;
 use recall::engine::scripted::ScriptedModel;
 use recall::mcp::McpManager;
 use recall::prompt::{ChatTemplate, Message, Role};
@@ -457,11 +456,11 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
         ],
         8192,
     );
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = cancel.clone();
+    let cancel = CancellationToken::new();
+    let ctrl_c = cancel.clone();
     std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(500));
-        flag.store(true, Ordering::Relaxed);
+        ctrl_c.cancel();
     });
     let mut approver = RefuseAll;
     let mut agent = Agent {
@@ -472,7 +471,7 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
         template: &template,
         approver: &mut approver,
         options: AgentOptions {
-            cancel: Some(cancel),
+            cancel,
             ..AgentOptions::default()
         },
     };
@@ -481,7 +480,7 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
         ControlFlow::Continue(())
     });
     assert!(
-        matches!(asked, Err(AgentError::Cancelled)),
+        matches!(asked, Err(AgentError::Cancelled(_))),
         "{:?}",
         asked.map(|t| t.answer)
     );

@@ -356,3 +356,80 @@ fn servers_get_only_the_default_environment_plus_what_the_config_names() {
         );
     }
 }
+
+/// A question that makes every phase of `ask` take a while on the test model: a long decision
+/// prompt to read (its opening search finds many passages) and a long answer to write.
+const LONG_QUESTION: &str = "Explain in detail what my notes say about mitosis, meiosis, the \
+    cell cycle and the biology midterm: when and where it is, which chapters it covers, and how \
+    to prepare for it, step by step.";
+
+/// `recall ask` on the sample vault with the real model; the prompt log is on, since its lines
+/// (`decision prompt:`, `answer prompt:`) mark where the run is.
+fn ask_watched(json: bool) -> common::Watched {
+    let vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_recall"));
+    command
+        .args(["ask", "--model"])
+        .arg(common::smollm2())
+        .arg("--vault")
+        .arg(&vault)
+        .args(["--temp", "0", "--ctx", "4096", "--max-tokens", "400"])
+        .args(["--max-steps", "1"])
+        .args(json.then_some("--json"))
+        .arg(LONG_QUESTION)
+        .env_remove("RECALL_VAULT")
+        .env_remove("RECALL_MODEL")
+        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("RUST_LOG", "warn,recall::prompt=debug");
+    common::Watched::spawn(command)
+}
+
+/// The run ended as stopped: exit 130 and `recall: stopped`. Returns its stdout.
+fn assert_stopped(run: common::Watched) -> String {
+    let (status, stdout, stderr) = run.finish();
+    let both = format!("stdout:\n{stdout}\nstderr (end):\n{}", tail(&stderr));
+    assert_eq!(status.code(), Some(130), "{both}");
+    assert!(stderr.lines().any(|l| l == "recall: stopped"), "{both}");
+    assert!(!stderr.contains("panicked"), "{both}");
+    stdout
+}
+
+fn tail(text: &str) -> &str {
+    let start = text.len().saturating_sub(3000);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    &text[start..]
+}
+
+#[test]
+fn ctrl_c_while_ask_reads_the_decision_prompt_stops_it_with_130() {
+    let mut run = ask_watched(true);
+    run.wait_until("the decision step", |_, err| {
+        err.contains("decision prompt:")
+    });
+    run.interrupt();
+    let stdout = assert_stopped(run);
+    assert_eq!(stdout, "", "--json reports nothing for a stopped run");
+}
+
+#[test]
+fn ctrl_c_while_the_answer_streams_stops_ask_with_130_and_no_sources() {
+    let mut run = ask_watched(false);
+    run.wait_until("the answer streaming", |out, _| !out.trim().is_empty());
+    run.interrupt();
+    let stdout = assert_stopped(run);
+    // The cut answer is ended by a newline and is not presented as an answer with sources.
+    assert!(stdout.ends_with('\n'), "{stdout:?}");
+    assert!(!stdout.contains("Sources"), "{stdout}");
+}
+
+#[test]
+fn ctrl_c_during_the_answer_of_a_json_ask_prints_no_report() {
+    let mut run = ask_watched(true);
+    run.wait_until("the answer step", |_, err| err.contains("answer prompt:"));
+    run.interrupt();
+    let stdout = assert_stopped(run);
+    assert_eq!(stdout, "", "--json reports nothing for a stopped run");
+}

@@ -3,8 +3,6 @@
 mod common;
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
 use recall::engine::{ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason};
@@ -191,13 +189,39 @@ fn a_lazy_grammar_leaves_free_text_free() {
 fn cancel_ends_the_turn() {
     let engine = load();
     let mut session = engine.session(&session_options()).unwrap();
-    let mut request = GenerateRequest::greedy(64);
-    request.cancel = Some(Arc::new(AtomicBool::new(true)));
+    let request = GenerateRequest::greedy(64);
+    request.cancel.cancel();
     let done = session
         .generate(&chatml("Tell a story."), &request, &mut ignore)
         .unwrap();
     assert_eq!(done.stop, StopReason::Cancelled);
     assert_eq!(done.stats.generated_tokens, 0);
+}
+
+#[test]
+fn a_cancelled_prompt_is_not_read_and_the_session_goes_on() {
+    let engine = load();
+    // Several prompt batches long: cancellation is checked between them.
+    let prompt = chatml(&"Tell me about cells and their parts. ".repeat(60));
+    let mut session = engine.session(&session_options()).unwrap();
+    let stopped = GenerateRequest::greedy(16);
+    stopped.cancel.cancel();
+    let done = session.generate(&prompt, &stopped, &mut ignore).unwrap();
+    assert_eq!(done.stop, StopReason::Cancelled);
+    assert!(done.stats.prompt_tokens > 300, "{:?}", done.stats);
+    assert_eq!(done.stats.evaluated_tokens, 0, "{:?}", done.stats);
+    assert_eq!(done.text, "");
+
+    // The next request on the same session answers as a fresh session does.
+    let again = session
+        .generate(&prompt, &GenerateRequest::greedy(16), &mut ignore)
+        .unwrap();
+    let mut fresh = engine.session(&session_options()).unwrap();
+    let expected = fresh
+        .generate(&prompt, &GenerateRequest::greedy(16), &mut ignore)
+        .unwrap();
+    assert_eq!(again.text, expected.text);
+    assert_ne!(again.stop, StopReason::Cancelled);
 }
 
 #[test]

@@ -495,3 +495,74 @@ async fn a_config_file_drives_the_manager() {
     );
     manager.shutdown().await;
 }
+
+/// Waits (at most 10 s) for `pid` to end; panics if it does not.
+async fn assert_ends(pid: u32, what: &str) {
+    for _ in 0..100 {
+        if !common::running(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} (pid {pid}) is still running");
+}
+
+/// A server started through `sh`, which first starts a process of its own and writes its pid
+/// to `pid_file`, then runs `then`.
+fn server_with_a_child(name: &str, pid_file: &Path, then: &str) -> ServerSpec {
+    let script = format!(
+        "sleep 300 >/dev/null 2>&1 & echo $! > '{}'; {then}",
+        pid_file.display()
+    );
+    ServerSpec::new(name, "sh", vec!["-c".into(), script])
+}
+
+fn read_pid(file: &Path) -> u32 {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.trim().parse().unwrap_or_else(|_| panic!("{text:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_server_has_its_own_process_group_and_shutdown_ends_all_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let then = format!("exec '{}' --local-timezone UTC", common::time_server_bin());
+    let manager = McpManager::start(&[server_with_a_child("time", &pid_file, &then)]).await;
+    assert_eq!(status_of(&manager, "time"), ServerStatus::Running);
+    let server = manager.server_pid("time").unwrap();
+    let child = read_pid(&pid_file);
+    let ours = common::stat(std::process::id()).unwrap().pgrp;
+    let group = common::stat(server).unwrap().pgrp;
+    // Ctrl-C at a terminal signals the foreground group: recall's, never the server's.
+    assert_eq!(group, server, "the server leads a group of its own");
+    assert_ne!(group, ours);
+    assert_eq!(
+        common::stat(child).unwrap().pgrp,
+        group,
+        "its child is in its group"
+    );
+    assert_ok(
+        &manager
+            .call(&call("get_current_time", json!({"timezone": "UTC"})))
+            .await,
+    );
+    manager.shutdown().await;
+    assert_ends(server, "the server").await;
+    assert_ends(child, "the server's own child").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_fails_its_handshake_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    // The shell answers the handshake with garbage and exits; its child would live on.
+    let spec = server_with_a_child("broken", &pid_file, "echo 'not JSON-RPC'; exit 1");
+    let manager = McpManager::start(&[spec]).await;
+    assert!(
+        matches!(status_of(&manager, "broken"), ServerStatus::Failed { .. }),
+        "{:?}",
+        status_of(&manager, "broken")
+    );
+    assert_ends(read_pid(&pid_file), "the failed server's child").await;
+    manager.shutdown().await;
+}

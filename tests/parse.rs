@@ -1,4 +1,6 @@
-//! Table test of `parse_reply` over good and bad model replies, plus `check_call`'s messages.
+//! Table test of `parse_reply` over good and bad model replies, `check_call`'s messages, and
+//! generated replies (a fixed-seed generator, about a second): arbitrary and mutated text never
+//! panics, and generated calls read back as written by `ToolCall::to_pythonic`.
 
 use recall::parse::{Problem, Reply, check_call, parse_reply};
 use recall::tool::{ToolCall, ToolSpec};
@@ -440,4 +442,187 @@ fn check_call_messages() {
         none,
         "There is no tool named `x`. No tools are available; answer in plain text."
     );
+}
+
+/// A small deterministic generator (xorshift64*): the same cases on every run, no dependency.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    /// Text a model could write, and worse: call syntax, quotes, escapes, special tokens,
+    /// multi-byte and control characters.
+    fn text(&mut self, max_pieces: usize) -> String {
+        const PIECES: &[&str] = &[
+            "[",
+            "]",
+            "(",
+            ")",
+            "{",
+            "}",
+            ",",
+            ":",
+            "=",
+            "\"",
+            "'",
+            "\\",
+            "\\u",
+            "\\x4",
+            " ",
+            "\n",
+            "\t",
+            "-",
+            "+",
+            ".",
+            "e",
+            "_",
+            "0",
+            "7",
+            "1e309",
+            "True",
+            "None",
+            "false",
+            "search_notes",
+            "list_tags",
+            "get_weather",
+            "vault.read-note",
+            "query",
+            "limit",
+            "<|python_tag|>",
+            "<|eot_id|>",
+            "<|eom_id|>",
+            "é",
+            "日本",
+            "🦀",
+            "\u{0}",
+            "\u{7f}",
+            "\u{fffd}",
+            "a",
+            "Z",
+            "name",
+            "parameters",
+            "arguments",
+            "[]",
+        ];
+        let pieces = self.below(max_pieces + 1);
+        (0..pieces).map(|_| *self.pick(PIECES)).collect()
+    }
+
+    fn string_value(&mut self) -> String {
+        const CHARS: &[char] = &[
+            'a', 'b', ' ', '"', '\'', '\\', '\n', '\t', '\r', '\u{0}', '\u{1f}', 'é', '日', '🦀',
+            ']', ')', '(', '[', ',', '=', '{', '}', ':', '/', '\u{fffd}', 'u', 'x', '0',
+        ];
+        let len = self.below(12);
+        (0..len).map(|_| *self.pick(CHARS)).collect()
+    }
+
+    fn value(&mut self, depth: usize) -> Value {
+        let kinds = if depth >= 3 { 5 } else { 7 };
+        match self.below(kinds) {
+            0 => Value::String(self.string_value()),
+            1 => Value::from(self.next() as i64 >> self.below(64)),
+            2 => Value::Bool(self.below(2) == 0),
+            3 => Value::Null,
+            4 => {
+                let x = (self.next() as i64 >> self.below(64)) as f64 / 8.0;
+                serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+            }
+            5 => Value::Array((0..self.below(4)).map(|_| self.value(depth + 1)).collect()),
+            _ => Value::Object(
+                (0..self.below(4))
+                    .map(|i| (format!("{}{i}", self.string_value()), self.value(depth + 1)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A call to one of the test tools with keyword arguments of any kind.
+    fn call(&mut self) -> ToolCall {
+        const NAMES: &[&str] = &[
+            "search_notes",
+            "get_weather",
+            "list_tags",
+            "vault.read-note",
+        ];
+        const KEYS: &[&str] = &["query", "limit", "tags", "fuzzy", "city", "x_1", "_k", "A"];
+        let mut arguments = serde_json::Map::new();
+        for _ in 0..self.below(5) {
+            let key = *self.pick(KEYS);
+            let value = self.value(0);
+            arguments.insert(key.to_string(), value);
+        }
+        ToolCall {
+            name: self.pick(NAMES).to_string(),
+            arguments,
+        }
+    }
+}
+
+/// Whatever the reply, the parser answers, and an error points inside the reply at a
+/// character boundary with a message that renders.
+fn assert_sane(text: &str, tools: &[ToolSpec]) {
+    let _ = recall::parse::reply_start(text);
+    if let Reply::Malformed { error } = parse_reply(text, tools) {
+        assert!(error.offset <= text.len(), "{error:?} for {text:?}");
+        assert!(
+            text.is_char_boundary(error.offset),
+            "{error:?} for {text:?}"
+        );
+        assert!(!error.to_string().is_empty());
+    }
+}
+
+#[test]
+fn generated_replies_never_panic_and_generated_calls_round_trip() {
+    let tools = tools();
+    let mut generate = Gen(0x5EED_CA11_0FF1_CE00);
+    // Arbitrary text, alone and after a call list's opening.
+    for _ in 0..10_000 {
+        let text = generate.text(24);
+        assert_sane(&text, &tools);
+        assert_sane(&format!("[search_notes({text}"), &tools);
+    }
+    for _ in 0..4000 {
+        let calls: Vec<ToolCall> = (0..1 + generate.below(3))
+            .map(|_| generate.call())
+            .collect();
+        let written: Vec<String> = calls.iter().map(ToolCall::to_pythonic).collect();
+        let list = format!("[{}]", written.join(", "));
+        // What to_pythonic writes reads back as the same calls, with or without the tokens
+        // around it that Llama 3 writes.
+        for text in [
+            list.clone(),
+            format!("<|python_tag|>{list}<|eom_id|>"),
+            format!("  {list}\n<|eot_id|>"),
+        ] {
+            assert_eq!(
+                parse_reply(&text, &tools),
+                Reply::Calls(calls.clone()),
+                "{text}"
+            );
+        }
+        // Mutated calls: a cut, a character dropped, a piece of syntax dropped in.
+        let chars: Vec<(usize, char)> = list.char_indices().collect();
+        let (at, c) = chars[generate.below(chars.len())];
+        let cut = &list[..at];
+        let dropped = format!("{}{}", &list[..at], &list[at + c.len_utf8()..]);
+        let inserted = format!("{}{}{}", &list[..at], generate.text(2), &list[at..]);
+        for text in [cut, &dropped, &inserted] {
+            assert_sane(text, &tools);
+        }
+    }
 }

@@ -5,6 +5,10 @@
 //! GGUF file on disk (path, `hf:` reference or alias). [`stream`] is the UTF-8 and stop-string
 //! logic, kept pure so it can be tested without a model.
 //!
+//! Cancellation is an engine concept: a [`GenerateRequest`] carries a [`CancellationToken`],
+//! checked between prompt batches and before each generated token, and work the user stopped
+//! ends with the [`Cancelled`] error, whoever runs it (the agent loop, the study commands).
+//!
 //! **Architecture invariant:** a [`ChatModel`] keeps one conversation's KV cache; each call to
 //! [`ChatModel::generate`] evaluates only the tokens after the longest common prefix with what is
 //! already cached, and reports both counts in [`GenerationStats`].
@@ -16,9 +20,14 @@ pub mod scripted;
 pub mod stream;
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+pub use tokio_util::sync::CancellationToken;
+
+/// The user stopped the work (Ctrl-C) before it finished: a generation, a tool call, a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("stopped")]
+pub struct Cancelled;
 
 /// How to pick each next token.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,8 +78,9 @@ pub struct GenerateRequest {
     pub stop: Vec<String>,
     /// Optional grammar.
     pub constraint: Option<Constraint>,
-    /// Set to true (e.g. by a Ctrl-C handler) to end this generation early.
-    pub cancel: Option<Arc<AtomicBool>>,
+    /// Cancelled (by Ctrl-C) to end this generation early: checked between prompt batches and
+    /// before each token; the generation then ends with [`StopReason::Cancelled`].
+    pub cancel: CancellationToken,
     /// Bytes at the start of the prompt that are the same on every run (`Prompt::stable_len`):
     /// a session with a prompt cache keeps their KV state on disk. 0: none.
     pub stable_prefix: usize,
@@ -84,7 +94,9 @@ impl GenerateRequest {
             sampling: Sampling::default(),
             stop: Vec::new(),
             constraint: None,
-            cancel: None,
+            // Nobody else holds it: this request is never cancelled unless the caller swaps in
+            // a token of its own.
+            cancel: CancellationToken::new(),
             stable_prefix: 0,
         }
     }
@@ -114,7 +126,8 @@ pub enum StopReason {
     MaxTokens,
     /// The context window filled up.
     ContextFull,
-    /// [`GenerateRequest::cancel`] was set.
+    /// [`GenerateRequest::cancel`] was cancelled (while the prompt was read or the reply
+    /// written); the text is what was generated until then.
     Cancelled,
     /// The `on_text` callback asked to stop.
     StoppedByCaller,

@@ -67,3 +67,161 @@ pub fn recall(args: &[&str]) -> Output {
         .output()
         .expect("recall runs")
 }
+
+/// A child process whose stdout and stderr are collected as they arrive, so a test can wait for
+/// a point in its run (a log line, the first streamed text) and act there.
+pub struct Watched {
+    /// The process.
+    pub child: std::process::Child,
+    seen: std::sync::Arc<std::sync::Mutex<(Vec<u8>, Vec<u8>)>>,
+    news: std::sync::mpsc::Receiver<()>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Spawns `command` with stdout and stderr piped (stdin as the command says).
+    pub fn spawn(mut command: Command) -> Watched {
+        use std::io::Read;
+        use std::process::Stdio;
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the command starts");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), Vec::new())));
+        let (tell, news) = std::sync::mpsc::channel();
+        let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
+        let stderr: Box<dyn Read + Send> = Box::new(child.stderr.take().unwrap());
+        let mut readers = Vec::new();
+        for (index, mut pipe) in [stdout, stderr].into_iter().enumerate() {
+            let seen = seen.clone();
+            let tell = tell.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                    let mut seen = seen.lock().unwrap();
+                    let stream = if index == 0 { &mut seen.0 } else { &mut seen.1 };
+                    stream.extend_from_slice(&buf[..n]);
+                    let _ = tell.send(());
+                }
+                let _ = tell.send(());
+            }));
+        }
+        Watched {
+            child,
+            seen,
+            news,
+            readers,
+        }
+    }
+
+    /// Stdout and stderr so far.
+    pub fn output(&self) -> (String, String) {
+        let seen = self.seen.lock().unwrap();
+        (
+            String::from_utf8_lossy(&seen.0).into_owned(),
+            String::from_utf8_lossy(&seen.1).into_owned(),
+        )
+    }
+
+    /// Blocks until `ready(stdout, stderr)` holds. Panics with the output if the process ends
+    /// first, or after 10 minutes (a hung run, not a slow one).
+    pub fn wait_until(&mut self, what: &str, ready: impl Fn(&str, &str) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        loop {
+            let (stdout, stderr) = self.output();
+            if ready(&stdout, &stderr) {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                // The pipes may still hold the last words: read them all before giving up.
+                for reader in self.readers.drain(..) {
+                    reader.join().expect("a reader thread");
+                }
+                let (stdout, stderr) = self.output();
+                if ready(&stdout, &stderr) {
+                    return;
+                }
+                panic!("ended ({status}) before {what}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no {what} after 10 minutes\nstdout:\n{stdout}\nstderr:\n{stderr}"
+            );
+            let _ = self
+                .news
+                .recv_timeout(left.min(std::time::Duration::from_millis(500)));
+        }
+    }
+
+    /// Sends SIGINT to the process alone (not its group), as `kill -INT` does.
+    pub fn interrupt(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+    }
+
+    /// Waits for the exit; returns the status, stdout and stderr.
+    pub fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.wait().expect("the process ends");
+        // The readers end at EOF, after the last bytes.
+        for reader in self.readers.drain(..) {
+            reader.join().expect("a reader thread");
+        }
+        let (stdout, stderr) = self.output();
+        (status, stdout, stderr)
+    }
+}
+
+impl Drop for Watched {
+    /// A test that failed midway leaves no process behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// What `/proc/PID/stat` says about a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// `R`, `S`, `Z`, …
+    pub state: char,
+    /// Its parent.
+    pub ppid: u32,
+    /// Its process group.
+    pub pgrp: u32,
+}
+
+/// The process `pid` as `/proc` shows it, or `None` once it is gone.
+pub fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(Stat { state, ppid, pgrp })
+}
+
+/// True while `pid` runs (a zombie has ended; only its parent's wait is missing).
+pub fn running(pid: u32) -> bool {
+    stat(pid).is_some_and(|s| s.state != 'Z')
+}
+
+/// The running children of `parent` whose command line contains `needle`.
+pub fn children_running(parent: u32, needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|s| s.ppid == parent && s.state != 'Z'))
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
