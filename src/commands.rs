@@ -148,7 +148,8 @@ pub fn mcp_vault_server(vault: PathBuf, embedding_model: Option<PathBuf>) -> Res
         embedding_model,
         embedding_wait: VAULT_EMBEDDING_WAIT,
         ..obsidian_kb::ServeOptions::new(vault)
-    }))
+    }))?;
+    Ok(())
 }
 
 /// The bundled vault server's embedding model: the one asked for, else the default file in a

@@ -538,78 +538,17 @@ fn strftime_now(format: String) -> String {
     strftime(secs, &format)
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const DAYS: [&str; 7] = [
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-];
-
-/// Formats Unix time `secs` (UTC) with `%d %m %Y %y %b %B %a %A %H %M %S %j %%`; other directives
-/// are kept as written.
+/// Formats Unix time `secs` (UTC) with C's `strftime` directives; a format chrono cannot read
+/// is returned as written rather than failing the prompt.
 fn strftime(secs: u64, format: &str) -> String {
-    let days = secs / 86_400;
-    let (year, month, day) = civil_from_days(days as i64);
-    let (h, m, s) = (secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    let mut chars = format.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('d') => out.push_str(&format!("{day:02}")),
-            Some('m') => out.push_str(&format!("{month:02}")),
-            Some('Y') => out.push_str(&year.to_string()),
-            Some('y') => out.push_str(&format!("{:02}", year % 100)),
-            Some('b') => out.push_str(&MONTHS[month as usize - 1][..3]),
-            Some('B') => out.push_str(MONTHS[month as usize - 1]),
-            Some('a') => out.push_str(&DAYS[(days % 7) as usize][..3]),
-            Some('A') => out.push_str(DAYS[(days % 7) as usize]),
-            Some('H') => out.push_str(&format!("{h:02}")),
-            Some('M') => out.push_str(&format!("{m:02}")),
-            Some('S') => out.push_str(&format!("{s:02}")),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
+    let time = i64::try_from(secs)
+        .ok()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_default();
+    match chrono::format::StrftimeItems::new(format).parse() {
+        Ok(items) => time.format_with_items(items.into_iter()).to_string(),
+        Err(_) => format.to_string(),
     }
-    out
-}
-
-/// Days since 1970-01-01 → (year, month 1-12, day 1-31); Howard Hinnant's algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// The Python string/dict methods HF chat templates call (`.strip()`, `.startswith()`, `.items()`,
@@ -702,6 +641,11 @@ mod tests {
             "Tue 24 Sep 24 12:34:56 %"
         );
         assert_eq!(strftime(951_782_400, "%Y-%m-%d %A"), "2000-02-29 Tuesday");
+        assert_eq!(
+            strftime(951_782_400, "%Q %Y"),
+            "%Q %Y",
+            "unknown: kept as written"
+        );
     }
 
     #[test]

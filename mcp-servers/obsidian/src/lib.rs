@@ -6,7 +6,7 @@
 //! outside it.
 //!
 //! ```no_run
-//! # async fn run() -> anyhow::Result<()> {
+//! # async fn run() -> Result<(), obsidian_kb::Error> {
 //! obsidian_kb::serve_stdio(obsidian_kb::ServeOptions::new("/path/to/vault".into())).await
 //! # }
 //! ```
@@ -35,6 +35,27 @@ pub use index::{BuildStats, VaultIndex};
 pub use semantic::{Semantic, SemanticOptions};
 pub use server::{KbServer, SharedIndex};
 pub use vault::Vault;
+
+/// Why the server could not start, or why its session ended in error. The texts never name an
+/// absolute path.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The vault folder does not exist or cannot be read.
+    #[error("vault directory cannot be opened: {0}")]
+    VaultUnreadable(std::io::Error),
+    /// The vault path names something other than a folder.
+    #[error("vault path is not a directory")]
+    VaultNotADirectory,
+    /// Indexing stopped on a bug (a panic in a parser thread).
+    #[error("indexing the vault failed: {0}")]
+    Indexing(String),
+    /// The file watcher could not start.
+    #[error("{0}")]
+    Watch(String),
+    /// The MCP session failed (the transport broke, or the client broke the protocol).
+    #[error("MCP session failed: {0}")]
+    Session(String),
+}
 
 /// What to serve and how.
 #[derive(Debug, Clone)]
@@ -71,7 +92,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// Indexes the vault, then answers MCP on stdin/stdout until the client closes the connection.
 /// With an embedding model, passages are embedded in the background and search turns hybrid
 /// as they land. Logs go through `tracing` (the caller decides where; never stdout).
-pub async fn serve_stdio(options: ServeOptions) -> anyhow::Result<()> {
+pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
     let index = open_index(options.vault).await?;
     let semantic = options.embedding_model.map(|model| {
         let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
@@ -95,9 +116,11 @@ pub async fn serve_stdio(options: ServeOptions) -> anyhow::Result<()> {
 }
 
 /// Opens and indexes a vault (off the async runtime's worker threads).
-pub async fn open_index(vault: PathBuf) -> anyhow::Result<SharedIndex> {
+pub async fn open_index(vault: PathBuf) -> Result<SharedIndex, Error> {
     let vault = Vault::open(&vault)?;
-    let (index, stats) = tokio::task::spawn_blocking(move || VaultIndex::build(vault)).await?;
+    let (index, stats) = tokio::task::spawn_blocking(move || VaultIndex::build(vault))
+        .await
+        .map_err(|e| Error::Indexing(e.to_string()))?;
     tracing::info!(
         notes = stats.notes,
         attachments = stats.attachments,

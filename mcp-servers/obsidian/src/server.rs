@@ -49,7 +49,7 @@ pub async fn serve_stdio(
     index: SharedIndex,
     semantic: Option<Arc<Semantic>>,
     embedding_wait: std::time::Duration,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::Error> {
     let (stdin, stdout) = rmcp::transport::stdio();
     let transport = PreInitFilter::new(rmcp::transport::async_rw::AsyncRwTransport::new_server(
         stdin, stdout,
@@ -57,8 +57,12 @@ pub async fn serve_stdio(
     let service = KbServer::new(index, semantic)
         .with_embedding_wait(embedding_wait)
         .serve(transport)
-        .await?;
-    service.waiting().await?;
+        .await
+        .map_err(|e| crate::Error::Session(e.to_string()))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| crate::Error::Session(e.to_string()))?;
     Ok(())
 }
 

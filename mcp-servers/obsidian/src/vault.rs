@@ -112,11 +112,11 @@ pub fn is_note_rel(rel: &str) -> bool {
 
 impl Vault {
     /// Opens a vault root; fails when it is not a readable directory.
-    pub fn open(root: &Path) -> anyhow::Result<Self> {
-        let root = root
-            .canonicalize()
-            .map_err(|e| anyhow::anyhow!("vault directory cannot be opened: {e}"))?;
-        anyhow::ensure!(root.is_dir(), "vault path is not a directory");
+    pub fn open(root: &Path) -> Result<Self, crate::Error> {
+        let root = root.canonicalize().map_err(crate::Error::VaultUnreadable)?;
+        if !root.is_dir() {
+            return Err(crate::Error::VaultNotADirectory);
+        }
         Ok(Self { root })
     }
 
@@ -437,29 +437,7 @@ fn unreadable_reason(e: Option<&std::io::Error>, is_dir: bool) -> &'static str {
 
 /// Formats a time as an RFC 3339 UTC timestamp (`2024-05-01T12:00:00Z`).
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
-    };
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 #[cfg(test)]

@@ -138,21 +138,26 @@ fn reason(e: &notify::Error) -> String {
 }
 
 /// Starts watching; the returned watcher stops when dropped.
-pub fn start(index: SharedIndex) -> anyhow::Result<VaultWatcher> {
+pub fn start(index: SharedIndex) -> Result<VaultWatcher, crate::Error> {
     let vault = index
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .vault()
         .clone();
-    let (mut watching, rx) = Watching::new().map_err(|e| anyhow::anyhow!("{}", reason(&e)))?;
+    let (mut watching, rx) = Watching::new().map_err(|e| crate::Error::Watch(reason(&e)))?;
     let watches = watching.watch_tree(&vault, vault.root());
-    anyhow::ensure!(watches > 0, "the vault folder cannot be watched");
+    if watches == 0 {
+        return Err(crate::Error::Watch(
+            "the vault folder cannot be watched".into(),
+        ));
+    }
     tracing::debug!(folders = watches, "watching the vault");
     let watching = Arc::new(Mutex::new(watching));
     let weak = Arc::downgrade(&watching);
     std::thread::Builder::new()
         .name("vault-watch".into())
-        .spawn(move || run(index, vault, weak, rx))?;
+        .spawn(move || run(index, vault, weak, rx))
+        .map_err(|e| crate::Error::Watch(format!("cannot start the watcher thread: {e}")))?;
     Ok(VaultWatcher {
         _watching: watching,
     })
