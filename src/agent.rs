@@ -24,11 +24,12 @@ use crate::engine::{
     GenerationStats, Sampling, StopReason,
 };
 use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains};
-use crate::mcp::{ToolHost, ToolRoute};
-use crate::parse::{Reply, ReplyStart, check_call, parse_reply, reply_start};
+use crate::parse::{Reply, ReplyStart, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
 use crate::sources::{Citation, Sources};
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+use crate::tool::{ToolHost, ToolRoute};
+use crate::validate::check_call;
 use crate::vault::VaultTools;
 
 use obsidian_kb::api;
@@ -167,24 +168,54 @@ impl Approver for RefuseAll {
     }
 }
 
-/// The parts a turn runs on.
+/// The parts a turn runs on; made by [`Agent::new`].
 pub struct Agent<'a, M: ChatModel + ?Sized, H: ToolHost> {
     /// The model for decision steps, with its KV cache.
-    pub model: &'a mut M,
+    model: &'a mut M,
     /// A second context on the same model for answer steps. Answer prompts carry no schemas,
     /// so they part from decision prompts at the system message: one shared cache would re-read
     /// the whole conversation at every switch. `None` answers with `model`.
-    pub answer_model: Option<&'a mut M>,
+    answer_model: Option<&'a mut M>,
     /// The tools.
-    pub host: &'a H,
+    host: &'a H,
     /// Runs the host's async calls from this synchronous loop.
-    pub runtime: &'a tokio::runtime::Runtime,
+    runtime: &'a tokio::runtime::Runtime,
     /// How prompts are laid out for this model.
-    pub template: &'a ChatTemplate,
+    template: &'a ChatTemplate,
     /// Approval of calls to servers that are not read-only.
-    pub approver: &'a mut dyn Approver,
+    approver: &'a mut dyn Approver,
     /// Loop settings.
-    pub options: AgentOptions,
+    options: AgentOptions,
+}
+
+impl<'a, M: ChatModel + ?Sized, H: ToolHost> Agent<'a, M, H> {
+    /// An agent that decides and answers on `model`, calls `host`'s tools on `runtime`, and
+    /// asks `approver` before calls to servers that are not read-only.
+    pub fn new(
+        model: &'a mut M,
+        host: &'a H,
+        runtime: &'a tokio::runtime::Runtime,
+        template: &'a ChatTemplate,
+        approver: &'a mut dyn Approver,
+        options: AgentOptions,
+    ) -> Self {
+        Agent {
+            model,
+            answer_model: None,
+            host,
+            runtime,
+            template,
+            approver,
+            options,
+        }
+    }
+
+    /// Writes answers on `answer_model`, a second context of the same model, so that decision
+    /// and answer prompts each keep their own KV cache.
+    pub fn with_answer_model(mut self, answer_model: &'a mut M) -> Self {
+        self.answer_model = Some(answer_model);
+        self
+    }
 }
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {

@@ -15,15 +15,15 @@ use rustyline::{Config, DefaultEditor};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::agent::{Agent, Approver, SYSTEM_PROMPT};
+use crate::agent::{Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::commands::{
     Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
 };
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
-use crate::mcp::ToolHost;
 use crate::prompt::{Message, Role};
+use crate::tool::ToolHost;
 
 /// The version `/save` writes and `/load` reads.
 const SAVE_VERSION: u32 = 1;
@@ -162,15 +162,12 @@ impl Repl<'_, '_> {
         // it alone.
         bench.interrupt.renew();
         let before = self.conversation.len();
-        let mut agent = Agent {
-            model: &mut *self.session,
-            answer_model: Some(&mut *self.answer_session),
-            host: &bench.manager,
-            runtime: &bench.runtime,
-            template: &bench.template,
-            approver: self.approver.as_mut(),
-            options: bench.agent_options(self.model, self.agent),
-        };
+        let mut agent = bench.agent(
+            &mut *self.session,
+            &mut *self.answer_session,
+            self.approver.as_mut(),
+            bench.agent_options(self.model, self.agent),
+        );
         let asked = agent.ask(
             &mut self.conversation,
             question,

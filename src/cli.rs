@@ -19,6 +19,11 @@ pub struct Cli {
     pub global: GlobalArgs,
 }
 
+/// The process's command line, parsed; on bad flags (or `--help`) clap prints and exits.
+pub fn parse_args() -> Cli {
+    Cli::parse()
+}
+
 /// Flags shared by every command.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {

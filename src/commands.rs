@@ -17,10 +17,11 @@ use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
 use crate::engine::llama::{ModelInfo, Session, SessionOptions};
 use crate::engine::prompt_cache::PromptCache;
 use crate::engine::{CancellationToken, Cancelled, GenerationStats};
-use crate::mcp::{McpManager, ServerStatus, ToolHost, ToolRoute};
+use crate::mcp::{McpManager, ServerStatus};
 use crate::prompt::{ChatTemplate, Message};
 use crate::sources::Citation;
 use crate::tool::ToolCall;
+use crate::tool::{ToolHost, ToolRoute};
 
 /// Resolves `--model` to a file (downloading if needed) and loads it.
 pub fn load_model(args: &ModelArgs) -> Result<Engine> {
@@ -414,6 +415,26 @@ impl Workbench {
         })?)
     }
 
+    /// An agent on this bench's tools and prompt layout: decisions on `session`, answers on
+    /// `answer_session` (two contexts of the one model).
+    pub fn agent<'a, 'e>(
+        &'a self,
+        session: &'a mut Session<'e>,
+        answer_session: &'a mut Session<'e>,
+        approver: &'a mut dyn Approver,
+        options: AgentOptions,
+    ) -> Agent<'a, Session<'e>, McpManager> {
+        Agent::new(
+            session,
+            &self.manager,
+            &self.runtime,
+            &self.template,
+            approver,
+            options,
+        )
+        .with_answer_model(answer_session)
+    }
+
     /// The loop settings the flags ask for, cancelled by the current Ctrl-C token.
     pub fn agent_options(&self, model_args: &ModelArgs, agent_args: &AgentArgs) -> AgentOptions {
         AgentOptions {
@@ -471,15 +492,12 @@ pub fn ask(
         answer_session.use_prompt_cache(cache);
     }
     let mut approver = approver(server_args.yes);
-    let mut agent = Agent {
-        model: &mut session,
-        answer_model: Some(&mut answer_session),
-        host: &bench.manager,
-        runtime: &bench.runtime,
-        template: &bench.template,
-        approver: approver.as_mut(),
-        options: bench.agent_options(model_args, agent_args),
-    };
+    let mut agent = bench.agent(
+        &mut session,
+        &mut answer_session,
+        approver.as_mut(),
+        bench.agent_options(model_args, agent_args),
+    );
     let mut conversation = Vec::new();
     let mut streamed = false;
     let mut sink = stream_to_stdout(!global.json);

@@ -16,17 +16,16 @@ pub mod prompt;
 pub mod sources;
 pub mod study;
 pub mod tool;
+pub mod validate;
 pub mod vault;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use cli::{Cli, Command};
 
 /// Parses the command line, runs the command, prints any error once; returns the exit code.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse_args();
     init_logging(
         cli.global.verbose,
         matches!(cli.command, Command::McpVaultServer { .. }),

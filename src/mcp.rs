@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::future::Future;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -32,7 +31,7 @@ use tokio::process::{ChildStderr, Command};
 use tokio::task::JoinHandle;
 
 use crate::config::ServerSpec;
-use crate::tool::{ToolCall, ToolOutput, ToolSpec};
+use crate::tool::{RoutedTool, ToolCall, ToolHost, ToolOutput, ToolRoute, ToolSpec};
 
 /// Separator between server and tool name when a tool name is offered by several servers.
 pub const PREFIX_SEPARATOR: &str = "__";
@@ -49,41 +48,6 @@ const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 /// How long the processes left in a server's group have after SIGTERM before SIGKILL.
 const GROUP_GRACE: Duration = Duration::from_millis(500);
-
-/// What the agent loop needs from a set of tools; [`McpManager`] is the real one, tests use fakes.
-pub trait ToolHost: Sync {
-    /// Every callable tool, under the name the model must use.
-    fn tools(&self) -> Vec<ToolSpec>;
-
-    /// Where `tool` goes, or `None` if no such tool is routed.
-    fn route(&self, tool: &str) -> Option<ToolRoute>;
-
-    /// Runs one call. Never fails: problems come back as an `is_error` output the model can read.
-    fn call(&self, call: &ToolCall) -> impl Future<Output = ToolOutput> + Send;
-}
-
-/// Where one exposed tool name leads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolRoute {
-    /// The configured server name.
-    pub server: String,
-    /// The tool's name on that server (without any prefix).
-    pub tool: String,
-    /// True when the server is configured `readOnly`, so calls need no approval.
-    pub read_only: bool,
-    /// True when the exposed name got a `server__` prefix because another server offers the same
-    /// tool name.
-    pub prefixed: bool,
-}
-
-/// One entry of the routing table: the tool as the model sees it plus its route.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoutedTool {
-    /// The tool under its exposed name.
-    pub spec: ToolSpec,
-    /// Where calls to it go.
-    pub route: ToolRoute,
-}
 
 /// The state of one configured server.
 #[derive(Debug, Clone, PartialEq, Eq)]

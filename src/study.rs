@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
 use crate::commands::{Workbench, append_transcript, stream_to_stdout, timings_json};
 use crate::engine::{Cancelled, ChatModel, GenerateRequest, StopReason};
-use crate::mcp::ToolHost;
 use crate::prompt::{ChatTemplate, Message};
+use crate::tool::ToolHost;
 use crate::vault::{VaultClient, VaultError};
 
 const SUMMARIZE: &str = include_str!("../prompts/study/summarize.txt");

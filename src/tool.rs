@@ -1,6 +1,10 @@
 //! The IO-free vocabulary every stage shares: what a tool is, what a call to it is, what came back.
 //!
 //! Nothing here knows about MCP, llama.cpp or prompts; those stages convert to and from these types.
+//! [`ToolHost`] is the seam between the agent and whatever runs the tools (the MCP manager, or a
+//! test's fake), as `engine::ChatModel` is the seam to the model.
+
+use std::future::Future;
 
 use serde_json::{Map, Value};
 
@@ -89,4 +93,39 @@ pub struct ToolOutput {
     pub structured: Option<Value>,
     /// True when the call failed (the text then says why, for the model to read and fix).
     pub is_error: bool,
+}
+
+/// What the agent loop needs from a set of tools; `mcp::McpManager` is the real one, tests use fakes.
+pub trait ToolHost: Sync {
+    /// Every callable tool, under the name the model must use.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Where `tool` goes, or `None` if no such tool is routed.
+    fn route(&self, tool: &str) -> Option<ToolRoute>;
+
+    /// Runs one call. Never fails: problems come back as an `is_error` output the model can read.
+    fn call(&self, call: &ToolCall) -> impl Future<Output = ToolOutput> + Send;
+}
+
+/// Where one exposed tool name leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRoute {
+    /// The configured server name.
+    pub server: String,
+    /// The tool's name on that server (without any prefix).
+    pub tool: String,
+    /// True when the server is configured `readOnly`, so calls need no approval.
+    pub read_only: bool,
+    /// True when the exposed name got a `server__` prefix because another server offers the same
+    /// tool name.
+    pub prefixed: bool,
+}
+
+/// One entry of the routing table: the tool as the model sees it plus its route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutedTool {
+    /// The tool under its exposed name.
+    pub spec: ToolSpec,
+    /// Where calls to it go.
+    pub route: ToolRoute,
 }

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::grammar::ValueDomains;
-use crate::mcp::ToolHost;
+use crate::tool::ToolHost;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 
 /// The tools of one vault server, under the names this run exposes them by.
@@ -86,7 +86,7 @@ impl VaultTools {
     /// The vault server among `host`'s: the server that offers `search_notes`, with every
     /// contract tool it offers. `None` when no server does.
     pub fn find(host: &impl ToolHost) -> Option<VaultTools> {
-        let routed: Vec<(String, crate::mcp::ToolRoute)> = host
+        let routed: Vec<(String, crate::tool::ToolRoute)> = host
             .tools()
             .into_iter()
             .filter_map(|t| Some((t.name.clone(), host.route(&t.name)?)))

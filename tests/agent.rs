@@ -43,15 +43,14 @@ impl Rig {
         question: &str,
     ) -> (Turn, Vec<Message>) {
         let mut approver = RefuseAll;
-        let mut agent = Agent {
+        let mut agent = Agent::new(
             model,
-            answer_model: None,
-            host: &self.manager,
-            runtime: &self.runtime,
-            template: &self.template,
-            approver: &mut approver,
+            &self.manager,
+            &self.runtime,
+            &self.template,
+            &mut approver,
             options,
-        };
+        );
         let mut conversation = Vec::new();
         let mut streamed = String::new();
         let turn = agent
@@ -408,15 +407,15 @@ fn a_separate_answer_model_gets_only_answer_prompts() {
     let mut decider = ScriptedModel::new([r#"[search_notes(query="rocket")]"#, "Answering."], 8192);
     let mut answerer = ScriptedModel::new(["From the notes [1]."], 8192);
     let mut approver = RefuseAll;
-    let mut agent = Agent {
-        model: &mut decider,
-        answer_model: Some(&mut answerer),
-        host: &rig.manager,
-        runtime: &rig.runtime,
-        template: &rig.template,
-        approver: &mut approver,
-        options: AgentOptions::default(),
-    };
+    let mut agent = Agent::new(
+        &mut decider,
+        &rig.manager,
+        &rig.runtime,
+        &rig.template,
+        &mut approver,
+        AgentOptions::default(),
+    )
+    .with_answer_model(&mut answerer);
     let mut conversation = Vec::new();
     let turn = agent
         .ask(&mut conversation, "What about the launch?", &mut |_| {
@@ -463,18 +462,17 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
         ctrl_c.cancel();
     });
     let mut approver = RefuseAll;
-    let mut agent = Agent {
-        model: &mut model,
-        answer_model: None,
-        host: &manager,
-        runtime: &runtime,
-        template: &template,
-        approver: &mut approver,
-        options: AgentOptions {
+    let mut agent = Agent::new(
+        &mut model,
+        &manager,
+        &runtime,
+        &template,
+        &mut approver,
+        AgentOptions {
             cancel,
             ..AgentOptions::default()
         },
-    };
+    );
     let mut conversation = Vec::new();
     let asked = agent.ask(&mut conversation, "Run the slow thing", &mut |_| {
         ControlFlow::Continue(())
@@ -523,15 +521,14 @@ fn without_a_vault_server_the_loop_starts_with_the_model() {
         8192,
     );
     let mut approver = RefuseAll;
-    let mut agent = Agent {
-        model: &mut model,
-        answer_model: None,
-        host: &manager,
-        runtime: &runtime,
-        template: &template,
-        approver: &mut approver,
-        options: AgentOptions::default(),
-    };
+    let mut agent = Agent::new(
+        &mut model,
+        &manager,
+        &runtime,
+        &template,
+        &mut approver,
+        AgentOptions::default(),
+    );
     let mut conversation = Vec::new();
     let turn = agent
         .ask(&mut conversation, "What time is it?", &mut |_| {

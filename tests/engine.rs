@@ -278,8 +278,10 @@ fn bad_model_files_are_clear_errors() {
 #[test]
 fn constrained_decisions_always_parse_and_name_only_real_tools() {
     use recall::grammar::ToolGrammar;
-    use recall::mcp::{McpManager, ToolHost};
-    use recall::parse::{Reply, check_call, parse_reply};
+    use recall::mcp::McpManager;
+    use recall::parse::{Reply, parse_reply};
+    use recall::tool::ToolHost;
+    use recall::validate::check_call;
 
     let vault = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vault");
     let config =

@@ -6,8 +6,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains};
-use recall::parse::{Reply, check_call, parse_reply};
+use recall::parse::{Reply, parse_reply};
 use recall::tool::ToolSpec;
+use recall::validate::check_call;
 use regex::Regex;
 use serde_json::json;
 

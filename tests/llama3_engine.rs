@@ -116,7 +116,8 @@ fn stops_on_llama3_end_of_generation_tokens() {
 #[test]
 fn the_tool_grammar_holds_on_the_real_vocabulary() {
     use recall::grammar::ToolGrammar;
-    use recall::parse::{Reply, check_call, parse_reply};
+    use recall::parse::{Reply, parse_reply};
+    use recall::validate::check_call;
 
     let engine = load();
     let mut session = engine

@@ -180,7 +180,8 @@ fn adding_specials_again_would_double_the_bos() {
 /// indented JSON and `null` types; the budget keeps whitespace and `null`s from coming back.
 #[test]
 fn the_decision_prompts_fixed_part_spends_no_tokens_on_whitespace_or_null() {
-    use recall::mcp::{McpManager, ToolHost};
+    use recall::mcp::McpManager;
+    use recall::tool::ToolHost;
     let tok = tokenizer();
     let vault = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
     let config =

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use recall::config::{self, ServerSpec};
-use recall::mcp::{McpManager, ServerStatus, ToolHost};
+use recall::mcp::{McpManager, ServerStatus};
+use recall::tool::ToolHost;
 use recall::tool::{ToolCall, ToolOutput};
 use serde_json::{Map, Value, json};
 

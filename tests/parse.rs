@@ -2,8 +2,9 @@
 //! generated replies (a fixed-seed generator, about a second): arbitrary and mutated text never
 //! panics, and generated calls read back as written by `ToolCall::to_pythonic`.
 
-use recall::parse::{Problem, Reply, check_call, parse_reply};
+use recall::parse::{Problem, Reply, parse_reply};
 use recall::tool::{ToolCall, ToolSpec};
+use recall::validate::check_call;
 use serde_json::{Value, json};
 
 fn tools() -> Vec<ToolSpec> {
