@@ -73,7 +73,7 @@ pub fn run(
             bench: &bench,
             session: &mut session,
             answer_session: &mut answer_session,
-            approver: approver(servers.yes),
+            approver: approver(servers.yes, &bench.interrupt),
             conversation,
             global,
             model,

@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -53,6 +54,36 @@ pub fn load_model(args: &ModelArgs) -> Result<Engine> {
     );
     Ok(engine)
 }
+
+/// [`load_model`] on a thread of its own, so that a Ctrl-C (`cancel`) need not wait for a large
+/// model to finish loading: the error is then [`Cancelled`] at once and the load is abandoned
+/// (recall is about to exit; the thread ends with the process).
+fn load_model_until(args: &ModelArgs, cancel: &CancellationToken) -> Result<Engine> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let args = args.clone();
+    std::thread::Builder::new()
+        .name("model-load".into())
+        .spawn(move || {
+            // The receiver is gone only when the load was abandoned.
+            let _ = sender.send(load_model(&args));
+        })
+        .context("cannot start the model-loading thread")?;
+    loop {
+        match receiver.recv_timeout(CANCEL_POLL) {
+            Ok(loaded) => return loaded,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                return Err(Cancelled.into());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the model-loading thread ended without a result")
+            }
+        }
+    }
+}
+
+/// How often blocking waits (a model load, a yes/no answer) look at the Ctrl-C token.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// `recall bench`: pp/tg tokens per second, mean ± sd, like `llama-bench`.
 pub fn bench(
@@ -169,6 +200,13 @@ fn embedding_model(args: &ServerArgs) -> Option<PathBuf> {
 
 /// Starts every configured tool server (concurrently) on a fresh runtime.
 pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let manager = start_servers_on(&runtime, args)?;
+    Ok((runtime, manager))
+}
+
+/// Starts every configured tool server (concurrently) on `runtime`, reporting those that fail.
+fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Result<McpManager> {
     let config = config::load(
         args.config.as_deref(),
         args.vault.as_deref(),
@@ -177,7 +215,6 @@ pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpM
     for warning in &config.warnings {
         eprintln!("recall: {warning}");
     }
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let manager = runtime.block_on(McpManager::start(&config.servers));
     for server in manager.servers() {
         if let ServerStatus::Failed {
@@ -191,7 +228,7 @@ pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpM
             }
         }
     }
-    Ok((runtime, manager))
+    Ok(manager)
 }
 
 /// `recall tools`: servers, their status and tools.
@@ -355,26 +392,27 @@ impl Workbench {
     }
 
     /// Starts the servers, runs `first` on them, and only when it succeeds loads the model: a
-    /// bad target should fail before the user waits for a model to load. A Ctrl-C meanwhile
-    /// takes effect once the model is loaded: the servers stop and the error is [`Cancelled`].
+    /// bad target should fail before the user waits for a model to load. Ctrl-C is caught
+    /// before the first server starts: pressed at any point here, the servers stop and the
+    /// error is [`Cancelled`] (a model still loading is left to the process's exit).
     pub fn open_after<T>(
         global: &GlobalArgs,
         model_args: &ModelArgs,
         server_args: &ServerArgs,
         first: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
     ) -> Result<(Workbench, T)> {
-        let (runtime, manager) = start_servers(server_args)?;
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
         // From here on Ctrl-C must not kill recall: the servers would be left without their
         // shutdown (they run in process groups of their own, so the terminal spares them).
         let interrupt = Interrupt::install(&runtime);
-        let loaded = first(&runtime, &manager)
-            .and_then(|found| Ok((found, load_model(model_args)?)))
-            .and_then(|loaded| {
-                if interrupt.token().is_cancelled() {
-                    return Err(Cancelled.into());
-                }
-                Ok(loaded)
-            });
+        let manager = start_servers_on(&runtime, server_args)?;
+        let token = interrupt.token();
+        let loaded = if token.is_cancelled() {
+            Err(Cancelled.into())
+        } else {
+            first(&runtime, &manager)
+                .and_then(|found| Ok((found, load_model_until(model_args, &token)?)))
+        };
         let (found, engine) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
@@ -491,7 +529,7 @@ pub fn ask(
         session.use_prompt_cache(cache.clone());
         answer_session.use_prompt_cache(cache);
     }
-    let mut approver = approver(server_args.yes);
+    let mut approver = approver(server_args.yes, &bench.interrupt);
     let mut agent = bench.agent(
         &mut session,
         &mut answer_session,
@@ -567,20 +605,24 @@ pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io:
 }
 
 /// Approval of calls to servers not marked read-only: `--yes`, a terminal prompt, or refusal.
-pub fn approver(yes: bool) -> Box<dyn Approver> {
+/// A Ctrl-C at the terminal prompt refuses the call and stops the turn (`interrupt`).
+pub fn approver(yes: bool, interrupt: &Interrupt) -> Box<dyn Approver> {
     if yes {
         Box::new(ApproveAll)
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        Box::new(TerminalApprover::default())
+        Box::new(TerminalApprover {
+            always: Default::default(),
+            interrupt: interrupt.clone(),
+        })
     } else {
         Box::new(RefuseAll)
     }
 }
 
 /// Asks on the terminal: y (once), n, or always (this tool, for the rest of the run).
-#[derive(Default)]
 struct TerminalApprover {
     always: std::collections::HashSet<String>,
+    interrupt: Interrupt,
 }
 
 impl Approver for TerminalApprover {
@@ -594,7 +636,8 @@ impl Approver for TerminalApprover {
             route.server,
             Value::Object(call.arguments.clone())
         );
-        match ask_line(&question).as_deref() {
+        let answer = ask_line(&question, &mut std::io::stdin(), &self.interrupt.token());
+        match answer.as_deref() {
             Some("y" | "yes") => true,
             Some("a" | "always") => {
                 self.always.insert(call.name.clone());
@@ -605,11 +648,45 @@ impl Approver for TerminalApprover {
     }
 }
 
-fn ask_line(question: &str) -> Option<String> {
+/// Asks `question` on stderr and reads the answer from the terminal (`input`); `None` on Ctrl-C
+/// (`cancel`), end of input or a read error. The terminal is in line mode here, so Ctrl-C is a
+/// signal that cancels the token while the line is still unfinished: `input` is read only once
+/// poll(2) says a line is there, and the token is looked at in between.
+fn ask_line(
+    question: &str,
+    input: &mut (impl std::io::Read + AsFd),
+    cancel: &CancellationToken,
+) -> Option<String> {
+    use nix::poll::{PollFd, PollFlags, poll};
+
     eprint!("{question} ");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).ok()?;
-    Some(line.trim().to_lowercase())
+    loop {
+        if cancel.is_cancelled() {
+            eprintln!();
+            return None;
+        }
+        let mut fds = [PollFd::new(input.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, CANCEL_POLL.as_millis() as u16) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => break,
+            Err(_) => return None,
+        }
+    }
+    // Byte by byte up to the newline: a reply is a word, and nothing after it is taken from
+    // whoever reads the terminal next (a chat's line editor).
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    loop {
+        match input.read(&mut byte) {
+            Ok(0) if line.is_empty() => return None,
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) => line.push(byte[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&line).trim().to_lowercase())
 }
 
 /// The `--json` report of one turn.
@@ -680,4 +757,46 @@ pub fn append_transcript(path: &std::path::Path, entry: &Value) -> Result<()> {
     writeln!(file, "{entry}")
         .with_context(|| format!("cannot write transcript {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read end of a pipe, as a terminal's stdin would be, and its write end.
+    fn pipe() -> (std::io::PipeReader, std::io::PipeWriter) {
+        std::io::pipe().expect("a pipe")
+    }
+
+    #[test]
+    fn a_yes_no_question_reads_the_typed_line() {
+        let (mut input, mut keyboard) = pipe();
+        keyboard.write_all(b"  Always\n").unwrap();
+        let answer = ask_line("Allow?", &mut input, &CancellationToken::new());
+        assert_eq!(answer.as_deref(), Some("always"));
+    }
+
+    #[test]
+    fn ctrl_c_at_a_yes_no_question_needs_no_enter() {
+        let (mut input, _keyboard) = pipe();
+        let cancel = CancellationToken::new();
+        let ctrl_c = cancel.clone();
+        // Nothing is ever typed: before the fix the read waited for a line forever.
+        let presser = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            ctrl_c.cancel();
+        });
+        assert_eq!(ask_line("Allow?", &mut input, &cancel), None);
+        presser.join().unwrap();
+    }
+
+    #[test]
+    fn a_closed_terminal_refuses() {
+        let (mut input, keyboard) = pipe();
+        drop(keyboard);
+        assert_eq!(
+            ask_line("Allow?", &mut input, &CancellationToken::new()),
+            None
+        );
+    }
 }

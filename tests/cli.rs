@@ -366,6 +366,11 @@ const LONG_QUESTION: &str = "Explain in detail what my notes say about mitosis, 
 /// `recall ask` on the sample vault with the real model; the prompt log is on, since its lines
 /// (`decision prompt:`, `answer prompt:`) mark where the run is.
 fn ask_watched(json: bool) -> common::Watched {
+    common::Watched::spawn(ask_command(json))
+}
+
+/// The command [`ask_watched`] runs.
+fn ask_command(json: bool) -> std::process::Command {
     let vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_recall"));
     command
@@ -382,7 +387,7 @@ fn ask_watched(json: bool) -> common::Watched {
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HUB_OFFLINE", "1")
         .env("RUST_LOG", "warn,recall::prompt=debug");
-    common::Watched::spawn(command)
+    command
 }
 
 /// The run ended as stopped: exit 130 and `recall: stopped`. Returns its stdout.
@@ -401,6 +406,28 @@ fn tail(text: &str) -> &str {
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(text.len());
     &text[start..]
+}
+
+/// Ctrl-C right after the vault server started, before any prompt (the model may be loading):
+/// the run stops with 130, and the server is ended with it, not left to notice its closed input.
+#[test]
+fn ctrl_c_before_the_first_prompt_stops_ask_and_ends_its_server() {
+    let mut command = ask_command(false);
+    command.env("RUST_LOG", "warn,recall::mcp=info");
+    let mut run = common::Watched::spawn(command);
+    run.wait_until("the server's start", |_, err| {
+        err.contains("MCP server started")
+    });
+    let (_, stderr) = run.output();
+    let server: u32 = stderr
+        .split_once("pid=Some(")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(pid, _)| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no server pid in {stderr}"));
+    run.interrupt();
+    let stdout = assert_stopped(run);
+    assert_eq!(stdout, "", "nothing was answered");
+    assert!(!common::running(server), "the vault server outlived recall");
 }
 
 #[test]
