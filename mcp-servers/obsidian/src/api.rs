@@ -237,6 +237,52 @@ pub struct EmbeddingProgress {
     pub total: usize,
 }
 
+/// The URI of the server's status resource ([`Status`], JSON).
+pub const STATUS_URI: &str = "obsidian-kb://status";
+
+/// What the status resource says: the index and, with an embedding model, how far search by
+/// meaning has come. A client reads it to tell a user why search is still by words alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Status {
+    /// Notes in the index.
+    pub notes: usize,
+    /// False while the vault folder is missing; tools answer with an error until it returns.
+    pub vault_available: bool,
+    /// How a search would rank right now.
+    pub ranking: Ranking,
+    /// Search by meaning; absent without an embedding model.
+    pub embedding: Option<EmbeddingStatus>,
+}
+
+/// The background embedding, as [`Status`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EmbeddingStatus {
+    /// The model file's name, once it has loaded.
+    pub model: Option<String>,
+    /// Where the job is.
+    pub state: EmbeddingState,
+    /// Passages with a vector.
+    pub passages: usize,
+    /// Passages in the vault.
+    pub total: usize,
+    /// Why embedding stopped, when it failed (search stays by words).
+    pub error: Option<String>,
+}
+
+/// Where the background embedding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingState {
+    /// The model is loading.
+    Loading,
+    /// Passages are being embedded; search is hybrid over those that have vectors.
+    Embedding,
+    /// Every passage has a vector; edits are embedded as they come.
+    Ready,
+    /// The model could not load or embedding stopped; search is by words.
+    Failed,
+}
+
 /// One note in a listing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NoteSummary {

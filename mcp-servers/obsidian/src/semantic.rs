@@ -114,6 +114,11 @@ impl Semantic {
         }
     }
 
+    /// The model file's name, once it has loaded.
+    pub fn model_name(&self) -> Option<String> {
+        self.embedder.get().map(|e| e.info().name.clone())
+    }
+
     /// Every note with an embedded passage, best match for `query` first, or `None` while no
     /// passage has a vector yet.
     pub fn rank(&self, query: &str) -> Result<Option<Vec<NoteMatch>>, EmbedError> {

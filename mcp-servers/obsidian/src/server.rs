@@ -1,4 +1,5 @@
-//! The MCP face of the index: five read-only tools and the notes as resources. The only file
+//! The MCP face of the index: five read-only tools, the notes as resources, and a status
+//! resource (`obsidian-kb://status`). The only file
 //! that imports `rmcp`. Every tool answers with a compact text rendering for the model plus
 //! `structuredContent` matching its declared output schema; bad input is an `isError` result
 //! whose text says what to do next, never a crash.
@@ -266,6 +267,43 @@ impl Tools {
         (!self.root.is_dir()).then_some(
             "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back.",
         )
+    }
+
+    /// The status resource's content.
+    fn status(&self) -> api::Status {
+        let embedding = self.semantic.as_deref().map(|s| {
+            let progress = s.progress();
+            let model = s.model_name();
+            let state = match (&progress.failed, &model) {
+                (Some(_), _) => api::EmbeddingState::Failed,
+                (None, None) => api::EmbeddingState::Loading,
+                (None, Some(_)) if progress.embedded < progress.total => {
+                    api::EmbeddingState::Embedding
+                }
+                (None, Some(_)) => api::EmbeddingState::Ready,
+            };
+            api::EmbeddingStatus {
+                model,
+                state,
+                passages: progress.embedded,
+                total: progress.total,
+                error: progress.failed,
+            }
+        });
+        // Search ranks by meaning as soon as the model is loaded and a passage has a vector.
+        let hybrid = embedding
+            .as_ref()
+            .is_some_and(|e| e.model.is_some() && e.passages > 0);
+        api::Status {
+            notes: self.read().len(),
+            vault_available: self.vault_missing().is_none(),
+            ranking: if hybrid {
+                api::Ranking::Hybrid
+            } else {
+                api::Ranking::Lexical
+            },
+            embedding,
+        }
     }
 
     fn search_notes(&self, p: SearchParams) -> Result<CallToolResult, ErrorData> {
@@ -795,16 +833,22 @@ impl ServerHandler for KbServer {
             }
             let idx = t.read();
             let (ids, next) = idx.list(None, None, after.as_ref(), RESOURCE_PAGE);
-            let resources = ids
-                .iter()
-                .filter_map(|id| idx.get(*id))
-                .map(|e| {
-                    Resource::new(e.resource_uri(), e.key.clone())
-                        .with_title(e.title.clone())
-                        .with_mime_type("text/markdown")
-                        .with_size(e.bytes)
-                })
-                .collect();
+            // The status leads the first page; the notes follow.
+            let status = after.is_none().then(|| {
+                Resource::new(api::STATUS_URI, "status")
+                    .with_title("Index status")
+                    .with_description(
+                        "Notes indexed, whether search is by meaning yet, and embedding progress (JSON).",
+                    )
+                    .with_mime_type("application/json")
+            });
+            let notes = ids.iter().filter_map(|id| idx.get(*id)).map(|e| {
+                Resource::new(e.resource_uri(), e.key.clone())
+                    .with_title(e.title.clone())
+                    .with_mime_type("text/markdown")
+                    .with_size(e.bytes)
+            });
+            let resources = status.into_iter().chain(notes).collect();
             let mut result = ListResourcesResult::with_all_items(resources);
             result.next_cursor = next.as_ref().map(encode_cursor);
             Ok(result)
@@ -833,6 +877,16 @@ impl ServerHandler for KbServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.run(move |t| {
+            if request.uri == api::STATUS_URI {
+                // Answered even while the vault is missing: that is part of what it reports.
+                let json = serde_json::to_string_pretty(&t.status())
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                return Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(json, api::STATUS_URI)
+                        .with_mime_type("application/json"),
+                ])
+                .into());
+            }
             if let Some(why) = t.vault_missing() {
                 return Err(ErrorData::internal_error(why, None));
             }

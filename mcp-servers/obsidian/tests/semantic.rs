@@ -215,6 +215,16 @@ async fn the_vector_cache_survives_a_restart_and_an_edit_re_embeds_only_what_cha
     let out = search(&c, "bread yeast").await;
     assert_eq!(out["ranking"], "hybrid");
     assert_eq!(out["embedded"]["passages"].as_u64(), Some(total as u64));
+    // The status resource says the same to a client that does not search.
+    let status = status(&c).await;
+    assert_eq!(status["ranking"], "hybrid", "{status}");
+    assert_eq!(status["embedding"]["state"], "ready", "{status}");
+    assert_eq!(status["embedding"]["passages"].as_u64(), Some(total as u64));
+    assert_eq!(status["embedding"]["total"].as_u64(), Some(total as u64));
+    assert_eq!(
+        status["embedding"]["model"], "all-MiniLM-L6-v2.gguf",
+        "{status}"
+    );
     let log = setup.log_text(1);
     assert!(log.contains("vector cache loaded"), "{log}");
     assert_eq!(embedded_counts(&log), Vec::<usize>::new(), "{log}");
@@ -262,9 +272,25 @@ async fn a_damaged_cache_is_rebuilt_and_a_bad_model_leaves_search_by_words() {
     let out = search(&c, "sourdough starter").await;
     assert_eq!(out["ranking"], "lexical");
     assert_eq!(hit_uris(&out)[0], "note://Kitchen/Sourdough");
+    let status = status(&c).await;
+    assert_eq!(status["ranking"], "lexical", "{status}");
+    assert_eq!(status["embedding"]["state"], "failed", "{status}");
+    assert!(status["embedding"]["error"].is_string(), "{status}");
     c.cancel().await.unwrap();
     let log = setup.log_text(2);
     assert!(log.contains("semantic search off"), "{log}");
+}
+
+/// The server's status resource, decoded.
+async fn status(c: &Client) -> Value {
+    let read = c
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "obsidian-kb://status",
+        ))
+        .await
+        .unwrap();
+    let json = serde_json::to_value(&read.contents[0]).unwrap();
+    serde_json::from_str(json["text"].as_str().unwrap()).unwrap()
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

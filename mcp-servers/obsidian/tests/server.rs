@@ -491,7 +491,19 @@ async fn resources_list_read_and_template() {
     let fx = fixture();
     let c = connect(&fx).await;
     let all = c.list_all_resources().await.unwrap();
-    assert_eq!(all.len(), 18);
+    // The status first, then every note.
+    assert_eq!(all.len(), 1 + 18);
+    assert_eq!(all[0].uri, "obsidian-kb://status");
+    assert_eq!(all[0].mime_type.as_deref(), Some("application/json"));
+    let status = status(&c).await;
+    assert_eq!(status["notes"], 18);
+    assert_eq!(status["vault_available"], true);
+    assert_eq!(status["ranking"], "lexical");
+    assert_eq!(
+        status["embedding"],
+        Value::Null,
+        "no model: no embedding status"
+    );
     let home = all.iter().find(|r| r.uri == "note://Home").unwrap();
     assert_eq!(home.mime_type.as_deref(), Some("text/markdown"));
     assert!(all.iter().any(|r| r.uri == "note://Other%20Note"));
@@ -503,6 +515,19 @@ async fn resources_list_read_and_template() {
     let templates = c.list_all_resource_templates().await.unwrap();
     assert_eq!(templates[0].uri_template, "note://{path}");
     c.cancel().await.unwrap();
+}
+
+/// The status resource, decoded.
+async fn status(c: &Client) -> Value {
+    let read = c
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "obsidian-kb://status",
+        ))
+        .await
+        .unwrap();
+    let json = serde_json::to_value(&read.contents[0]).unwrap();
+    assert_eq!(json["uri"], "obsidian-kb://status");
+    serde_json::from_str(json["text"].as_str().unwrap()).unwrap()
 }
 
 /// A vault of its own (the shared fixture's note counts stay as they are): a folder name and
