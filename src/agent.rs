@@ -23,10 +23,10 @@ use crate::engine::{
     CancellationToken, Cancelled, ChatModel, Completion, Constraint, EngineError, GenerateRequest,
     GenerationStats, Sampling, StopReason,
 };
-use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains};
+use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains, citation_gbnf};
 use crate::parse::{Reply, ReplyStart, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
-use crate::sources::{Citation, Sources};
+use crate::sources::{Citation, Sources, cited_numbers};
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 use crate::tool::{ToolHost, ToolRoute};
 use crate::validate::check_call;
@@ -39,6 +39,8 @@ pub const SYSTEM_PROMPT: &str = include_str!("../prompts/agent/system.txt");
 
 /// Tokens kept free for a decision reply.
 const DECISION_TOKENS: usize = 256;
+/// Most tokens the attribution step may write: `[1, 2, 3, 4, 5]` and some slack.
+const ATTRIBUTION_TOKENS: usize = 24;
 /// Passages the opening search puts in front of the model.
 const RETRIEVED_PASSAGES: usize = 5;
 /// Characters of each source quoted when the model wrote no answer.
@@ -99,7 +101,7 @@ pub struct CallRecord {
 /// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `retrieve`, `decision` or `answer`.
+    /// `retrieve`, `decision`, `answer` or `attribute`.
     pub kind: &'static str,
     /// The raw model output.
     pub output: String,
@@ -310,9 +312,17 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
         }
 
-        let (answer, fallback, completion) =
-            self.answer(conversation, question, &sources, on_text)?;
+        let answered = self.answer(conversation, question, &sources, on_text)?;
+        let Answered {
+            text: answer,
+            fallback,
+            completion,
+            attribution,
+        } = answered;
         steps.push(step("answer", &completion, Vec::new()));
+        if let Some(attribution) = &attribution {
+            steps.push(step("attribute", attribution, Vec::new()));
+        }
         conversation.push(Message::assistant(answer.clone()));
         Ok(Turn {
             citations: sources.citations(&answer),
@@ -383,13 +393,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// The answer step: the conversation without schemas or calls plus a reminder to answer
     /// from the numbered sources, generated under a grammar that cannot open a call. When the model
     /// writes nothing, the best sources are quoted instead, so the user always gets an answer.
+    /// An answer that cites no source by number is followed by the attribution step.
     fn answer(
         &mut self,
         conversation: &[Message],
         question: &str,
         sources: &Sources,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> Result<(String, bool, Completion), AgentError> {
+    ) -> Result<Answered, AgentError> {
         let mut messages = without_calls(conversation);
         if !sources.list().is_empty() {
             messages.push(Message::user(
@@ -423,13 +434,85 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         if completion.stop == StopReason::Cancelled {
             return Err(Cancelled.into());
         }
-        let answer = completion.text.trim().to_string();
-        if !answer.is_empty() {
-            return Ok((answer, false, completion));
+        let mut answer = completion.text.trim().to_string();
+        if answer.is_empty() {
+            let quoted = quote_sources(sources);
+            let _ = on_text(&quoted);
+            return Ok(Answered {
+                text: quoted,
+                fallback: true,
+                completion,
+                attribution: None,
+            });
         }
-        let quoted = quote_sources(sources);
-        let _ = on_text(&quoted);
-        Ok((quoted, true, completion))
+        let given = sources.list().len();
+        let cites = cited_numbers(&answer)
+            .iter()
+            .any(|n| (1..=given).contains(n));
+        let attribution = if given > 0 && !cites {
+            self.attribute(messages, &answer, given)?
+        } else {
+            None
+        };
+        if let Some(numbers) = attribution.as_ref().map(|a| a.text.trim()) {
+            // The numbers join the answer as if written there: shown, kept in the conversation,
+            // and read back into citations like any other.
+            let suffix = format!(" {numbers}");
+            let _ = on_text(&suffix);
+            answer.push_str(&suffix);
+        }
+        Ok(Answered {
+            text: answer,
+            fallback: false,
+            completion,
+            attribution,
+        })
+    }
+
+    /// The attribution step, for an answer that cites none of the `given` sources: the model is
+    /// asked which of them the answer came from, and can reply only with source numbers (a
+    /// grammar). Small models often answer from a source without writing its number; this asks
+    /// them, instead of guessing for them or listing every source. It reuses the answer's KV
+    /// cache, so it costs the question and a few tokens. `None` when it writes no number, or
+    /// fails for any reason but Ctrl-C: the answer stands, its sources marked uncited.
+    fn attribute(
+        &mut self,
+        mut messages: Vec<Message>,
+        answer: &str,
+        given: usize,
+    ) -> Result<Option<Completion>, AgentError> {
+        messages.push(Message::assistant(answer));
+        messages.push(Message::user(self.template.attribution_instruction(given)?));
+        let prompt = self.template.answer(&messages)?;
+        tracing::debug!(target: "recall::prompt", "attribution prompt:\n{}", prompt.text);
+        let mut request = self.request(ATTRIBUTION_TOKENS);
+        request.stable_prefix = prompt.stable_len;
+        request.constraint = Some(Constraint {
+            gbnf: citation_gbnf(given),
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
+        let model: &mut M = match self.answer_model.as_deref_mut() {
+            Some(model) => model,
+            None => &mut *self.model,
+        };
+        let completion =
+            match model.generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(())) {
+                Ok(completion) => completion,
+                Err(e) => {
+                    tracing::debug!("attribution step failed, the answer stays uncited: {e}");
+                    return Ok(None);
+                }
+            };
+        tracing::debug!(target: "recall::model", "attribution output: {:?}", completion.text);
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
+        let named = cited_numbers(&completion.text);
+        Ok(
+            (!named.is_empty() && named.iter().all(|n| (1..=given).contains(n)))
+                .then_some(completion),
+        )
     }
 
     fn request(&self, max_tokens: usize) -> GenerateRequest {
@@ -535,6 +618,18 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let reserve = DECISION_TOKENS + self.options.answer_tokens + 64;
         Ok(self.model.context_size().saturating_sub(used + reserve))
     }
+}
+
+/// What the answer step produced.
+struct Answered {
+    /// The answer as the user saw it (with the attribution's numbers, if any).
+    text: String,
+    /// True when the model wrote nothing and the best sources were quoted instead.
+    fallback: bool,
+    /// The answer's generation.
+    completion: Completion,
+    /// The attribution step's generation, when it ran and named sources.
+    attribution: Option<Completion>,
 }
 
 /// A decision reply that starts as prose is an answer, not a call: stop it there, since the

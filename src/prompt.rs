@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 5] = [
+pub const TEMPLATES: [(&str, &str); 6] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -34,12 +34,17 @@ pub const TEMPLATES: [(&str, &str); 5] = [
         ANSWER_INSTRUCTION,
         include_str!("../prompts/agent/answer.j2"),
     ),
+    (
+        ATTRIBUTION_INSTRUCTION,
+        include_str!("../prompts/agent/attribute.j2"),
+    ),
 ];
 const LLAMA3_CHAT: &str = "llama3/chat.j2";
 const CHATML: &str = "chatml.j2";
 const TOOL_INSTRUCTIONS: &str = "tools/pythonic.j2";
 const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
 const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
+const ATTRIBUTION_INSTRUCTION: &str = "agent/attribute.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
 
@@ -297,6 +302,12 @@ impl ChatTemplate {
             ANSWER_INSTRUCTION,
             json!({"question": question, "count": count}),
         )
+    }
+
+    /// Asked after an answer that cites no source: which of the `count` numbered sources it
+    /// came from.
+    pub fn attribution_instruction(&self, count: usize) -> Result<String, PromptError> {
+        self.render(ATTRIBUTION_INSTRUCTION, json!({"count": count}))
     }
 
     /// The answer prompt: the conversation as is (calls and results included), no tool schemas.

@@ -215,6 +215,8 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
             r#"[search_notes(query="rocket")]"#,
             "Done.",
             "Here is what I found.",
+            // Asked which sources it used, it names one it was never given.
+            "[9]",
         ],
         8192,
     );
@@ -228,9 +230,85 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
     assert!(results[2].contains("note://"), "{}", results[2]);
     assert_eq!(turn.steps[2].calls.len(), 1);
     assert!(turn.steps[2].calls[0].ok);
-    // The answer cites nothing: the sources it was given are listed, marked uncited.
+    // The answer cites nothing and the attribution names no real source: the sources it was
+    // given are listed, marked uncited, and the answer is left as written.
+    assert_eq!(turn.answer, "Here is what I found.");
     assert!(!turn.citations.is_empty());
     assert!(turn.citations.iter().all(|c| !c.cited));
+    assert_eq!(turn.steps.last().unwrap().kind, "answer");
+}
+
+/// An answer that cites no source by number is followed by one question: which sources did it
+/// come from? The reply can hold only numbers of sources given (a grammar); they join the
+/// answer, are streamed, and become its citations.
+#[test]
+fn an_uncited_answer_is_asked_for_its_sources() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            "I have enough.",
+            "The club launches after the checklist is done.",
+            "[1]",
+        ],
+        8192,
+    );
+    let mut approver = RefuseAll;
+    let mut agent = Agent::new(
+        &mut model,
+        &rig.manager,
+        &rig.runtime,
+        &rig.template,
+        &mut approver,
+        AgentOptions::default(),
+    );
+    let mut conversation = Vec::new();
+    let mut streamed = String::new();
+    let turn = agent
+        .ask(&mut conversation, "launch checklist", &mut |t| {
+            streamed.push_str(t);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(
+        turn.answer,
+        "The club launches after the checklist is done. [1]"
+    );
+    assert_eq!(streamed, turn.answer, "the numbers are shown as well");
+    assert_eq!(conversation.last().unwrap().content, turn.answer);
+    assert_eq!(turn.citations.len(), 1);
+    assert!(turn.citations[0].cited && turn.citations[0].uri == "note://🚀 Launch");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "decision", "answer", "attribute"]
+    );
+
+    // The question follows the answer in the answer's own context, without tool schemas, and
+    // the reply is held to the source numbers given.
+    let asked = model.prompts.last().unwrap();
+    assert!(asked.contains("The club launches after the checklist is done."));
+    assert!(
+        asked.contains("Which of the numbered sources 1 to "),
+        "{asked}"
+    );
+    assert!(!asked.contains("Here is a list of functions"));
+    let grammar = model.constraints.last().unwrap().as_ref().unwrap();
+    let given = turn.citations[0].number.max(1);
+    assert!(
+        grammar.gbnf.contains(&format!("\"{given}\"")),
+        "{}",
+        grammar.gbnf
+    );
+    assert!(grammar.lazy_patterns.is_empty());
+}
+
+#[test]
+fn an_answer_that_cites_is_not_asked_again() {
+    let rig = rig(&fixture_vault());
+    // A third reply would be the attribution's; there must be none.
+    let mut model = ScriptedModel::new(["I have enough.", "It is in the checklist [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    assert_eq!(turn.answer, "It is in the checklist [1].");
+    assert_eq!(model.prompts.len(), 2);
 }
 
 #[test]
@@ -318,7 +396,7 @@ fn the_step_cap_forces_the_answer() {
         [
             r#"[search_notes(query="one")]"#,
             r#"[search_notes(query="two")]"#,
-            "Capped.",
+            "Capped [1].",
         ],
         8192,
     );
@@ -327,7 +405,7 @@ fn the_step_cap_forces_the_answer() {
         ..AgentOptions::default()
     };
     let (turn, _) = rig.ask(&mut model, options, "Go on forever.");
-    assert_eq!(turn.answer, "Capped.");
+    assert_eq!(turn.answer, "Capped [1].");
     assert_eq!(turn.steps.len(), 4);
     assert_eq!(model.prompts.len(), 3);
 }

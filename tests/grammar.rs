@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains};
+use recall::grammar::{ANSWER_GBNF, ToolGrammar, ValueDomains, citation_gbnf};
 use recall::parse::{Reply, parse_reply};
 use recall::tool::ToolSpec;
 use recall::validate::check_call;
@@ -369,6 +369,42 @@ fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model:
     }
     for text in NOT_ANSWERS {
         assert!(!admits(answer(), text), "llama.cpp should reject {text:?}");
+    }
+    let cite =
+        || LlamaSampler::grammar(model, &citation_gbnf(12), "root").expect("llama.cpp parses it");
+    for text in CITATIONS {
+        assert!(admits(cite(), text), "llama.cpp should accept {text:?}");
+    }
+    for text in NOT_CITATIONS {
+        assert!(!admits(cite(), text), "llama.cpp should reject {text:?}");
+    }
+}
+
+/// Replies to "which sources did your answer come from?" with 12 sources given.
+const CITATIONS: [&str; 4] = ["[1]", "[12]", "[3, 1]", "[1, 2, 3, 4, 5]"];
+const NOT_CITATIONS: [&str; 8] = [
+    "[0]",
+    "[13]",
+    "[]",
+    "1",
+    "[1, 2, 3, 4, 5, 6]",
+    "[1,2]",
+    "Source [1]",
+    "[1] and more",
+];
+
+#[test]
+fn citation_grammar_admits_only_the_numbers_given() {
+    let rules = parse_gbnf(&citation_gbnf(12));
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
+    };
+    for text in CITATIONS {
+        assert!(accepts(text), "should accept {text:?}");
+    }
+    for text in NOT_CITATIONS {
+        assert!(!accepts(text), "should reject {text:?}");
     }
 }
 
