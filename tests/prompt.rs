@@ -548,7 +548,7 @@ fn study_prompts_fill_in_their_values_as_written() {
 }
 
 #[test]
-fn the_quiz_prompt_adds_the_questions_to_avoid_and_the_retry_reminder() {
+fn the_quiz_prompt_adds_the_retry_reminder_on_the_second_try() {
     let template = ChatTemplate::llama3();
     let plain = template
         .study(
@@ -563,15 +563,13 @@ fn the_quiz_prompt_adds_the_questions_to_avoid_and_the_retry_reminder() {
     let full = template
         .study(
             StudyPrompt::QuizNote,
-            &json!({"title": "Alpha", "text": "Body.", "avoid": ["First?", "Second?"],
-                    "retry": true}),
+            &json!({"title": "Alpha", "text": "Body.", "retry": true}),
         )
         .unwrap();
     assert_eq!(
         full,
         format!(
             "{plain}\n\n\
-             Ask something different from these questions:\n- First?\n- Second?\n\n\
              Reply with exactly two lines: the first starts with \"Q: \" and holds the question, \
              the second starts with \"A: \" and holds the answer."
         )

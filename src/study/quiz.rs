@@ -19,10 +19,8 @@ use crate::cli::QuizFormat;
 use crate::engine::StopReason;
 use crate::prompt::StudyPrompt;
 
-/// Earlier questions of a note shown to the model so it asks something new.
-const AVOID_SHOWN: usize = 5;
-/// Tokens set aside in quiz prompts for that list and the retry reminder.
-const AVOID_RESERVE: usize = 256;
+/// Tokens set aside in quiz prompts for the retry reminder.
+const RETRY_RESERVE: usize = 64;
 /// Characters of an item outside its two texts: `Q: `, `\nA: ` and the last `\n`.
 const ITEM_FRAME: usize = 8;
 /// Longest question and answer, in characters, however many tokens are allowed.
@@ -168,7 +166,6 @@ pub(super) struct QuizItem {
 struct QuizVars<'a> {
     title: &'a str,
     text: &'a str,
-    avoid: &'a [String],
     retry: bool,
 }
 
@@ -240,11 +237,10 @@ impl<'w, 'a> Asker<'w, 'a> {
             let vars = QuizVars {
                 title: &note.title,
                 text: "",
-                avoid: &[],
                 retry: false,
             };
             let frame = writer.render(StudyPrompt::QuizNote, &vars)?;
-            let budget = writer.text_budget(StudyPrompt::Quiz, &frame, AVOID_RESERVE)?;
+            let budget = writer.text_budget(StudyPrompt::Quiz, &frame, RETRY_RESERVE)?;
             let chunks = chunk_text(&note.content, &|text| writer.count(text) <= budget);
             let passages = passages(note, chunks);
             pieces.push(passages);
@@ -270,24 +266,13 @@ impl<'w, 'a> Asker<'w, 'a> {
             .filter(|i| i.note == index)
             .map(|i| i.qa.question.as_str())
             .collect();
-        let shown: Vec<String> = asked
-            .iter()
-            .rev()
-            .take(AVOID_SHOWN)
-            .map(|q| q.replace('\n', " "))
-            .collect();
         for retry in [false, true] {
-            let mut vars = QuizVars {
+            let vars = QuizVars {
                 title: &note.title,
                 text: &passage.text,
-                avoid: &shown,
                 retry,
             };
-            let mut user = self.writer.render(StudyPrompt::QuizNote, &vars)?;
-            if !shown.is_empty() && !self.writer.fits(StudyPrompt::Quiz, &user)? {
-                vars.avoid = &[];
-                user = self.writer.render(StudyPrompt::QuizNote, &vars)?;
-            }
+            let user = self.writer.render(StudyPrompt::QuizNote, &vars)?;
             let usual = self.writer.request.sampling.clone();
             if retry {
                 let sampling = &mut self.writer.request.sampling;
