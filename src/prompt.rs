@@ -6,6 +6,9 @@
 //! included) without them. Llama 3.x models use Meta's documented layout (`prompts/llama3/`); any
 //! other model uses the chat template embedded in its GGUF, or ChatML when it has none.
 //!
+//! The study commands' instructions (`prompts/study/`) are templates of the same environment,
+//! rendered by [`ChatTemplate::study`] into message text.
+//!
 //! **Architecture invariant:** only this file imports `minijinja`; special tokens live in the
 //! templates, not in Rust strings.
 
@@ -14,12 +17,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind, Value as JinjaValue};
 use regex::Regex;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 6] = [
+pub const TEMPLATES: [(&str, &str); 14] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -38,6 +42,29 @@ pub const TEMPLATES: [(&str, &str); 6] = [
         ATTRIBUTION_INSTRUCTION,
         include_str!("../prompts/agent/attribute.j2"),
     ),
+    (
+        "study/summarize.j2",
+        include_str!("../prompts/study/summarize.j2"),
+    ),
+    ("study/note.j2", include_str!("../prompts/study/note.j2")),
+    (
+        "study/combine.j2",
+        include_str!("../prompts/study/combine.j2"),
+    ),
+    (
+        "study/combine_user.j2",
+        include_str!("../prompts/study/combine_user.j2"),
+    ),
+    ("study/quiz.j2", include_str!("../prompts/study/quiz.j2")),
+    (
+        "study/quiz_note.j2",
+        include_str!("../prompts/study/quiz_note.j2"),
+    ),
+    ("study/grade.j2", include_str!("../prompts/study/grade.j2")),
+    (
+        "study/grade_user.j2",
+        include_str!("../prompts/study/grade_user.j2"),
+    ),
 ];
 const LLAMA3_CHAT: &str = "llama3/chat.j2";
 const CHATML: &str = "chatml.j2";
@@ -47,6 +74,43 @@ const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
 const ATTRIBUTION_INSTRUCTION: &str = "agent/attribute.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
+
+/// The study commands' templates: system messages and user messages of `summarize` and `quiz`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StudyPrompt {
+    /// System message of a summary.
+    Summarize,
+    /// A note (or one part of it) to summarize: `title`, `text`, and `part`/`parts` for a part.
+    Note,
+    /// System message of the combining step.
+    Combine,
+    /// Partial summaries to combine: `title`, `text`.
+    CombineUser,
+    /// System message of a quiz item.
+    Quiz,
+    /// A note to ask about: `title`, `text`, `avoid` (questions asked), `retry` (second try).
+    QuizNote,
+    /// System message of grading.
+    Grade,
+    /// A reply to grade: `question`, `answer`, `reply`.
+    GradeUser,
+}
+
+impl StudyPrompt {
+    /// The template's name in [`TEMPLATES`].
+    pub fn template(self) -> &'static str {
+        match self {
+            StudyPrompt::Summarize => "study/summarize.j2",
+            StudyPrompt::Note => "study/note.j2",
+            StudyPrompt::Combine => "study/combine.j2",
+            StudyPrompt::CombineUser => "study/combine_user.j2",
+            StudyPrompt::Quiz => "study/quiz.j2",
+            StudyPrompt::QuizNote => "study/quiz_note.j2",
+            StudyPrompt::Grade => "study/grade.j2",
+            StudyPrompt::GradeUser => "study/grade_user.j2",
+        }
+    }
+}
 
 /// Who speaks a message. `Ipython` is Llama 3's role for tool results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,6 +374,12 @@ impl ChatTemplate {
         self.render(ATTRIBUTION_INSTRUCTION, json!({"count": count}))
     }
 
+    /// A study prompt's text (a message's content, not a whole prompt) with `vars` filled in.
+    /// Values are inserted as written, never read as template syntax.
+    pub fn study(&self, prompt: StudyPrompt, vars: &impl Serialize) -> Result<String, PromptError> {
+        self.render(prompt.template(), vars)
+    }
+
     /// The answer prompt: the conversation as is (calls and results included), no tool schemas.
     pub fn answer(&self, conversation: &[Message]) -> Result<Prompt, PromptError> {
         let messages: Vec<Message> = conversation
@@ -368,7 +438,7 @@ impl ChatTemplate {
             .collect()
     }
 
-    fn render(&self, name: &str, ctx: Value) -> Result<String, PromptError> {
+    fn render(&self, name: &str, ctx: impl Serialize) -> Result<String, PromptError> {
         let template = self
             .env
             .get_template(name)
@@ -468,7 +538,6 @@ fn without_null_type(ty: &Value) -> Value {
 
 /// One line of JSON with Python's default separators (`", "`, `": "`).
 fn spaced_json(value: &Value) -> String {
-    use serde::Serialize;
     struct Spaced;
     impl serde_json::ser::Formatter for Spaced {
         fn begin_array_value<W: ?Sized + std::io::Write>(
@@ -510,7 +579,6 @@ fn spaced_json(value: &Value) -> String {
 }
 
 fn pretty_json(value: &Value, indent: &[u8]) -> String {
-    use serde::Serialize;
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(
         &mut out,

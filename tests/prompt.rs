@@ -1,7 +1,7 @@
 //! Byte-exact tests of prompt rendering against Meta's Llama 3.2 examples, plus the fallback
 //! families (SmolLM2's real ChatML template, a template with a tool role, no template at all).
 
-use recall::prompt::{ChatFamily, ChatTemplate, Message, PromptError, TEMPLATES};
+use recall::prompt::{ChatFamily, ChatTemplate, Message, PromptError, StudyPrompt, TEMPLATES};
 use recall::tool::ToolSpec;
 use serde_json::json;
 
@@ -431,7 +431,15 @@ fn every_builtin_template_is_registered_and_compiles() {
             "chatml.j2",
             "tools/pythonic.j2",
             "tools/result_as_user.j2",
-            "agent/answer.j2"
+            "agent/answer.j2",
+            "study/summarize.j2",
+            "study/note.j2",
+            "study/combine.j2",
+            "study/combine_user.j2",
+            "study/quiz.j2",
+            "study/quiz_note.j2",
+            "study/grade.j2",
+            "study/grade_user.j2",
         ]
     );
     for (name, source) in TEMPLATES {
@@ -492,4 +500,89 @@ fn the_stable_prefix_is_the_system_message_up_to_its_end_token() {
         .unwrap();
     assert!(chatml.text[..chatml.stable_len].starts_with("<|im_start|>system\n"));
     assert!(chatml.text[chatml.stable_len..].starts_with("<|im_end|>\n<|im_start|>user"));
+}
+
+#[test]
+fn study_prompts_fill_in_their_values_as_written() {
+    let template = ChatTemplate::llama3();
+    let note = template
+        .study(
+            StudyPrompt::Note,
+            &json!({"title": "Alpha", "text": "Text with {{ title }} and {text}."}),
+        )
+        .unwrap();
+    assert_eq!(
+        note,
+        "Summarize this note.\n\nTitle: Alpha\n\nText with {{ title }} and {text}."
+    );
+    let part = template
+        .study(
+            StudyPrompt::Note,
+            &json!({"title": "Alpha", "text": "Body.", "part": 2, "parts": 3}),
+        )
+        .unwrap();
+    assert_eq!(
+        part,
+        "Summarize this part of a longer note (part 2 of 3).\n\nTitle: Alpha\n\nBody."
+    );
+    let grade = template
+        .study(
+            StudyPrompt::GradeUser,
+            &json!({"question": "Q?", "answer": "A.", "reply": "R."}),
+        )
+        .unwrap();
+    assert_eq!(
+        grade,
+        "Question: Q?\nExpected answer: A.\nStudent's answer: R."
+    );
+    let combine = template
+        .study(
+            StudyPrompt::CombineUser,
+            &json!({"title": "Alpha", "text": "- a\n- b"}),
+        )
+        .unwrap();
+    assert_eq!(
+        combine,
+        "Combine these summaries of Alpha into one summary.\n\n- a\n- b"
+    );
+}
+
+#[test]
+fn the_quiz_prompt_adds_the_retry_reminder_on_the_second_try() {
+    let template = ChatTemplate::llama3();
+    let plain = template
+        .study(
+            StudyPrompt::QuizNote,
+            &json!({"title": "Alpha", "text": "Body."}),
+        )
+        .unwrap();
+    assert_eq!(
+        plain,
+        "Write one question with its answer about this note.\n\nTitle: Alpha\n\nBody."
+    );
+    let full = template
+        .study(
+            StudyPrompt::QuizNote,
+            &json!({"title": "Alpha", "text": "Body.", "retry": true}),
+        )
+        .unwrap();
+    assert_eq!(
+        full,
+        format!(
+            "{plain}\n\n\
+             Reply with exactly two lines: the first starts with \"Q: \" and holds the question, \
+             the second starts with \"A: \" and holds the answer."
+        )
+    );
+    // System messages take no values.
+    for system in [
+        StudyPrompt::Summarize,
+        StudyPrompt::Combine,
+        StudyPrompt::Quiz,
+        StudyPrompt::Grade,
+    ] {
+        let text = template.study(system, &json!({})).unwrap();
+        assert!(text.starts_with("You "), "{text}");
+        assert!(!text.contains("{{") && !text.contains("{%"), "{text}");
+    }
 }

@@ -1,32 +1,54 @@
 //! `recall summarize` and `recall quiz` end to end: the real binary, the real SmolLM2 model and
-//! the bundled vault server over stdio on the fixture vault. The 135M model writes poor text, so
-//! these check structure (exit status, real sources, parseable output), not quality.
+//! the bundled vault server over stdio on the fixture and sample vaults; and the study grammars
+//! on the real model through the library. The 135M model writes poor text, so these check
+//! structure (exit status, counts, real sources, parseable output), not quality.
 
 mod common;
 
 use common::{fixture_vault, recall};
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::path::Path;
 use std::process::Output;
 
-use serde_json::Value;
+use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
+use recall::engine::{ChatModel, GenerateRequest, StopReason};
+use recall::prompt::{ChatTemplate, Message, StudyPrompt};
+use recall::study::{
+    Grammar, ItemBounds, grade_grammar, item_grammar, parse_grade, parse_item, parse_summary,
+    summary_grammar,
+};
+use serde_json::{Value, json};
+
+/// The sample vault of the README demo (a biology course).
+fn sample_vault() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sample-vault")
+        .display()
+        .to_string()
+}
 
 /// Runs a model command with the small, deterministic settings every test here uses.
 fn recall_with_model(args: &[&str]) -> Output {
+    recall_on(&fixture_vault(), args)
+}
+
+/// Like [`recall_with_model`], on `vault`.
+fn recall_on(vault: &str, args: &[&str]) -> Output {
     let model = common::smollm2().display().to_string();
-    let vault = fixture_vault();
     let mut all: Vec<&str> = args.to_vec();
     all.extend([
         "--model",
         &model,
         "--vault",
-        &vault,
+        vault,
         "--temp",
         "0",
         "--ctx",
         "4096",
         "--max-tokens",
-        "96",
+        "160",
     ]);
     recall(&all)
 }
@@ -44,13 +66,19 @@ fn succeeded(output: &Output) -> String {
 
 /// Every note URI of the fixture vault, as the vault server lists them.
 fn vault_uris() -> HashSet<String> {
-    let vault = fixture_vault();
+    let uris = uris_of(&fixture_vault());
+    assert!(uris.contains("note://Home"), "{uris:?}");
+    uris
+}
+
+/// Every note URI of `vault`, as the vault server lists them.
+fn uris_of(vault: &str) -> HashSet<String> {
     let output = recall(&[
         "call",
         "list_notes",
         r#"{"limit": 500}"#,
         "--vault",
-        &vault,
+        vault,
         "--json",
     ]);
     let report: Value = serde_json::from_str(&succeeded(&output)).expect("call prints JSON");
@@ -60,42 +88,31 @@ fn vault_uris() -> HashSet<String> {
         .iter()
         .map(|n| n["uri"].as_str().expect("a uri").to_string())
         .collect();
-    assert!(uris.contains("note://Home"), "{uris:?}");
+    assert!(!uris.is_empty());
     uris
 }
 
-/// A strict RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks.
+/// The rows of CSV text, read strictly (RFC 4180 with CRLF line ends, every row of 3 fields)
+/// by the `csv` crate.
 fn read_csv(text: &str) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    let mut row = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                field.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => field.push(c),
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, '"') => panic!("a quote inside an unquoted field: {text:?}"),
-            (false, ',') => row.push(std::mem::take(&mut field)),
-            (false, '\r') if chars.peek() == Some(&'\n') => {}
-            (false, '\n') => {
-                row.push(std::mem::take(&mut field));
-                rows.push(std::mem::take(&mut row));
-            }
-            (false, c) => field.push(c),
-        }
-    }
-    assert!(!quoted, "an unterminated quoted field: {text:?}");
-    assert!(
-        field.is_empty() && row.is_empty(),
-        "the last row has no line end: {text:?}"
-    );
-    rows
+    assert!(text.is_empty() || text.ends_with("\r\n"), "{text:?}");
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|row| {
+            let row = row.unwrap_or_else(|e| panic!("not CSV ({e}): {text:?}"));
+            row.iter().map(str::to_string).collect()
+        })
+        .collect()
+}
+
+/// The URI of a `Title (uri)` or `Title › Heading (uri)` source line.
+fn source_uri(source: &str) -> &str {
+    source
+        .rsplit_once(" (")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("source is not `Title (uri)`: {source:?}"))
 }
 
 #[test]
@@ -121,7 +138,7 @@ fn summarize_a_note_prints_markdown_with_the_note_as_its_source() {
 }
 
 #[test]
-fn quiz_as_json_has_at_most_the_questions_asked_each_with_a_real_source() {
+fn quiz_as_json_has_the_questions_asked_each_with_a_real_source() {
     let uris = vault_uris();
     let dir = tempfile::tempdir().expect("temp dir");
     let transcript = dir.path().join("transcript.jsonl");
@@ -138,11 +155,7 @@ fn quiz_as_json_has_at_most_the_questions_asked_each_with_a_real_source() {
     ]));
     let report: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     let questions = report["questions"].as_array().expect("a question list");
-    assert!(
-        (1..=2).contains(&questions.len()),
-        "{} questions: {stdout}",
-        questions.len()
-    );
+    assert_eq!(questions.len(), 2, "{stdout}");
     for q in questions {
         assert!(!q["question"].as_str().expect("a question").is_empty());
         assert!(!q["answer"].as_str().expect("an answer").is_empty());
@@ -165,11 +178,14 @@ fn quiz_as_json_has_at_most_the_questions_asked_each_with_a_real_source() {
         .iter()
         .map(|g| {
             assert!(g["timings"]["generated_tokens"].as_u64() > Some(0), "{g}");
-            format!(
-                "{}{}",
-                g["prefill"].as_str().unwrap(),
-                g["reply"].as_str().unwrap()
-            )
+            assert_eq!(g["grammar"], "quiz-item", "{g}");
+            // Why it stopped, as a name (never Rust's Debug text).
+            let stop = g["stop"].as_str().expect("a stop name");
+            assert!(
+                stop.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{stop}"
+            );
+            g["reply"].as_str().unwrap().to_string()
         })
         .collect();
     for q in questions {
@@ -188,14 +204,11 @@ fn quiz_for_anki_writes_csv_rows_of_front_back_and_source() {
         "quiz", "Home", "-n", "2", "--format", "anki",
     ]));
     let rows = read_csv(&stdout);
-    assert!((1..=2).contains(&rows.len()), "{rows:?}");
+    assert_eq!(rows.len(), 2, "{rows:?}");
     for row in &rows {
         assert_eq!(row.len(), 3, "{row:?}");
         assert!(!row[0].is_empty() && !row[1].is_empty(), "{row:?}");
-        let uri = row[2]
-            .rsplit_once(" (")
-            .and_then(|(_, rest)| rest.strip_suffix(')'))
-            .unwrap_or_else(|| panic!("source is not `Title (uri)`: {:?}", row[2]));
+        let uri = source_uri(&row[2]);
         assert!(uris.contains(uri), "{uri} is not in the vault");
     }
 }
@@ -277,4 +290,180 @@ fn an_exact_folder_name_wins_over_an_alias_and_the_choice_is_said() {
         stderr.contains("using the note note://Obsidian Sync/Plans"),
         "{stderr}"
     );
+}
+
+/// A quiz of five on a note of the sample vault, as Markdown, JSON and Anki CSV: exactly five
+/// items each time, each with a question, an answer and a source in the vault.
+#[test]
+fn quiz_of_five_on_a_sample_note_has_five_items_with_sources_in_every_format() {
+    let vault = sample_vault();
+    let uris = uris_of(&vault);
+    let quiz = |format: &str| {
+        succeeded(&recall_on(
+            &vault,
+            &["quiz", "Mitochondria", "-n", "5", "--format", format],
+        ))
+    };
+
+    let md = quiz("md");
+    assert!(md.starts_with("# Quiz: Mitochondria\n"), "{md}");
+    let numbered: Vec<&str> = md
+        .lines()
+        .filter(|l| {
+            l.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+        })
+        .collect();
+    assert_eq!(numbered.len(), 5, "{md}");
+    for (i, line) in numbered.iter().enumerate() {
+        assert!(line.starts_with(&format!("{}. ", i + 1)), "{md}");
+        assert!(line.ends_with('?'), "a question ends with `?`: {line:?}");
+    }
+    assert_eq!(md.matches("\n   - Answer: ").count(), 5, "{md}");
+    let sources: Vec<&str> = md
+        .lines()
+        .filter_map(|l| l.strip_prefix("   - Source: "))
+        .collect();
+    assert_eq!(sources.len(), 5, "{md}");
+    for source in sources {
+        assert_eq!(source_uri(source), "note://Cells/Mitochondria", "{md}");
+    }
+
+    let json: Value = serde_json::from_str(quiz("json").trim()).expect("one JSON object");
+    let questions = json["questions"].as_array().expect("a question list");
+    assert_eq!(questions.len(), 5, "{json}");
+    for q in questions {
+        assert!(
+            q["question"].as_str().is_some_and(|s| s.ends_with('?')),
+            "{q}"
+        );
+        assert!(q["answer"].as_str().is_some_and(|s| !s.is_empty()), "{q}");
+        assert_eq!(q["source"]["title"], "Mitochondria", "{q}");
+        let uri = q["source"]["uri"].as_str().expect("a source uri");
+        assert!(uris.contains(uri), "{uri} is not in the vault");
+        // A heading, when given, is one of the note's own.
+        if let Some(heading) = q["source"].get("heading") {
+            assert!(
+                ["Structure", "Own DNA"].contains(&heading.as_str().unwrap()),
+                "{q}"
+            );
+        }
+    }
+
+    let rows = read_csv(&quiz("anki"));
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row.len(), 3, "{row:?}");
+        assert!(row[0].ends_with('?') && !row[1].is_empty(), "{row:?}");
+        assert_eq!(source_uri(&row[2]), "note://Cells/Mitochondria", "{row:?}");
+    }
+}
+
+#[test]
+fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
+    let vault = sample_vault();
+    let stdout = succeeded(&recall_on(&vault, &["summarize", "Photosynthesis"]));
+    let (summary, sources) = stdout
+        .strip_prefix("# Summary: Photosynthesis\n\n")
+        .and_then(|s| s.split_once("\n## Sources\n"))
+        .unwrap_or_else(|| panic!("not the summary layout: {stdout}"));
+    let points: Vec<&str> = summary.lines().filter(|l| !l.is_empty()).collect();
+    assert!((1..=7).contains(&points.len()), "{stdout}");
+    for point in &points {
+        let text = point
+            .strip_prefix("- ")
+            .unwrap_or_else(|| panic!("{point:?}"));
+        assert!(!text.trim().is_empty(), "{stdout}");
+    }
+    assert!(
+        sources.contains("- Photosynthesis (note://Processes/Photosynthesis)"),
+        "{stdout}"
+    );
+
+    let json: Value = serde_json::from_str(
+        succeeded(&recall_on(
+            &vault,
+            &["summarize", "Photosynthesis", "--json"],
+        ))
+        .trim(),
+    )
+    .expect("one JSON object");
+    assert_eq!(json["summary"], points.join("\n"), "{json}");
+    assert_eq!(
+        json["sources"],
+        json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis"}])
+    );
+    assert_eq!(json["chunks"], 1);
+}
+
+/// Each study grammar, compiled by llama.cpp and generated under with the real model, gives a
+/// reply its parser reads, and ends the turn on its own.
+#[test]
+fn the_study_grammars_hold_a_real_generation_to_what_their_parsers_read() {
+    let engine =
+        Engine::load(&common::smollm2(), &LoadOptions::default()).expect("test model loads");
+    let info = engine.info();
+    let template = ChatTemplate::new(
+        info.chat_template.as_deref(),
+        &info.bos_text,
+        &info.eos_text,
+    )
+    .unwrap();
+    let mut session = engine
+        .session(&SessionOptions {
+            n_ctx: Some(2048),
+            threads: Some(2),
+        })
+        .unwrap();
+    let note =
+        std::fs::read_to_string(Path::new(&sample_vault()).join("Cells/Mitochondria.md")).unwrap();
+    let mut generate = |system: StudyPrompt, user: StudyPrompt, vars: Value, grammar: &Grammar| {
+        let system = template.study(system, &json!({})).unwrap();
+        let user = template.study(user, &vars).unwrap();
+        let prompt = template
+            .answer(&[Message::system(system), Message::user(user)])
+            .unwrap();
+        let mut request = GenerateRequest::greedy(256);
+        request.constraint = Some(grammar.constraint());
+        let done = session
+            .generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(()))
+            .unwrap();
+        assert_eq!(done.stop, StopReason::EndOfTurn, "{:?}", done.text);
+        done.text
+    };
+
+    let bounds = ItemBounds::for_tokens(256).unwrap();
+    let reply = generate(
+        StudyPrompt::Quiz,
+        StudyPrompt::QuizNote,
+        json!({"title": "Mitochondria", "text": note}),
+        &item_grammar(bounds),
+    );
+    let item = parse_item(&reply).unwrap_or_else(|| panic!("no item in {reply:?}"));
+    assert!(reply.starts_with("Q: "), "{reply:?}");
+    assert!(item.question.ends_with('?') && item.question.chars().count() <= bounds.question);
+    assert!(!item.answer.is_empty() && item.answer.chars().count() <= bounds.answer);
+
+    let reply = generate(
+        StudyPrompt::Summarize,
+        StudyPrompt::Note,
+        json!({"title": "Mitochondria", "text": note}),
+        &summary_grammar(256),
+    );
+    let points = parse_summary(&reply, true);
+    assert!((1..=7).contains(&points.len()), "{reply:?}");
+    assert!(
+        reply.lines().all(|l| l.starts_with("- ") && l.len() > 2),
+        "{reply:?}"
+    );
+
+    let reply = generate(
+        StudyPrompt::Grade,
+        StudyPrompt::GradeUser,
+        json!({"question": item.question, "answer": item.answer, "reply": "I do not know."}),
+        &grade_grammar(256),
+    );
+    let (grade, why) = parse_grade(&reply);
+    assert!(grade.is_some(), "{reply:?}");
+    assert!(!why.is_empty(), "{reply:?}");
 }

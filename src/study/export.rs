@@ -1,0 +1,207 @@
+//! What the study commands print: a quiz as Markdown (items as they come), one JSON object, or
+//! Anki CSV (front, back, source; written by the `csv` crate); a summary's `--json` report. The
+//! JSON shapes are the `Serialize` types here.
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::quiz::QuizItem;
+use super::target::SourceNote;
+use crate::cli::QuizFormat;
+
+/// Where an item or a summary comes from.
+#[derive(Debug, Serialize)]
+pub(super) struct SourceRef<'a> {
+    title: &'a str,
+    uri: &'a str,
+    /// The heading of the passage, when the note was cut into pieces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    heading: Option<&'a str>,
+}
+
+impl<'a> SourceRef<'a> {
+    fn new(note: &'a SourceNote, heading: Option<&'a str>) -> Self {
+        SourceRef {
+            title: &note.title,
+            uri: &note.uri,
+            heading,
+        }
+    }
+
+    /// `Title (uri)`, or `Title › Heading (uri)`: the source as Markdown and Anki show it.
+    fn line(&self) -> String {
+        match self.heading {
+            Some(heading) => format!("{} › {heading} ({})", self.title, self.uri),
+            None => format!("{} ({})", self.title, self.uri),
+        }
+    }
+}
+
+/// `quiz --format json`: the questions, each with its source.
+#[derive(Debug, Serialize)]
+struct QuizReport<'a> {
+    questions: Vec<QuizEntry<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct QuizEntry<'a> {
+    question: &'a str,
+    answer: &'a str,
+    source: SourceRef<'a>,
+}
+
+/// `summarize --json`: the summary, the notes it is made from, and how many chunks they took.
+#[derive(Debug, Serialize)]
+pub(super) struct SummaryReport<'a> {
+    summary: String,
+    sources: Vec<SourceRef<'a>>,
+    chunks: usize,
+}
+
+impl<'a> SummaryReport<'a> {
+    pub(super) fn new(summary: String, notes: &'a [SourceNote], chunks: usize) -> Self {
+        SummaryReport {
+            summary,
+            sources: notes.iter().map(|n| SourceRef::new(n, None)).collect(),
+            chunks,
+        }
+    }
+
+    /// One line of JSON.
+    pub(super) fn print(&self, out: &mut impl Write) -> Result<()> {
+        writeln!(out, "{}", serde_json::to_string(self)?)?;
+        Ok(())
+    }
+}
+
+/// A quiz being printed in one format.
+pub(super) struct QuizOutput<'o, W: Write> {
+    format: QuizFormat,
+    out: &'o mut W,
+}
+
+impl<'o, W: Write> QuizOutput<'o, W> {
+    /// Starts the output (Markdown's title).
+    pub(super) fn start(format: QuizFormat, target: &str, out: &'o mut W) -> Result<Self> {
+        if format == QuizFormat::Md {
+            writeln!(out, "# Quiz: {target}\n")?;
+        }
+        Ok(QuizOutput { format, out })
+    }
+
+    /// The `number`-th item: Markdown prints it now, the other formats at the end.
+    pub(super) fn item(
+        &mut self,
+        item: &QuizItem,
+        notes: &[SourceNote],
+        number: usize,
+    ) -> Result<()> {
+        if self.format != QuizFormat::Md {
+            return Ok(());
+        }
+        let source = SourceRef::new(&notes[item.note], item.heading.as_deref());
+        let indent = |s: &str| s.replace('\n', "\n   ");
+        writeln!(
+            self.out,
+            "{number}. {}\n   - Answer: {}\n   - Source: {}\n",
+            indent(&item.qa.question),
+            indent(&item.qa.answer),
+            source.line()
+        )?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Prints what the format prints at the end: the JSON object, or the CSV rows.
+    pub(super) fn finish(self, items: &[QuizItem], notes: &[SourceNote]) -> Result<()> {
+        let entries = items.iter().map(|item| QuizEntry {
+            question: &item.qa.question,
+            answer: &item.qa.answer,
+            source: SourceRef::new(&notes[item.note], item.heading.as_deref()),
+        });
+        match self.format {
+            QuizFormat::Md => {}
+            QuizFormat::Json => {
+                let report = QuizReport {
+                    questions: entries.collect(),
+                };
+                writeln!(self.out, "{}", serde_json::to_string(&report)?)?;
+            }
+            QuizFormat::Anki => {
+                let mut csv = anki_writer(&mut *self.out);
+                for entry in entries {
+                    csv.write_record([entry.question, entry.answer, &entry.source.line()])?;
+                }
+                csv.flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// RFC 4180 CSV as Anki imports it: CRLF line ends, fields quoted when they hold a comma, a
+/// quote or a line break, or a `#` (which Anki would read as a header line at a row's start).
+fn anki_writer<W: Write>(out: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
+        .has_headers(false)
+        .terminator(csv::Terminator::CRLF)
+        .comment(Some(b'#'))
+        .from_writer(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anki_rows_quote_what_needs_it_and_read_back() {
+        let rows = [
+            [
+                "What, \"exactly\"?",
+                "line one\nline two",
+                "Home (note://Home)",
+            ],
+            ["#tag first", "", "plain"],
+        ];
+        let mut text = Vec::new();
+        {
+            let mut csv = anki_writer(&mut text);
+            for row in &rows {
+                csv.write_record(row).unwrap();
+            }
+            csv.flush().unwrap();
+        }
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.ends_with("plain\r\n"), "{text:?}");
+        assert!(text.contains("\"#tag first\""), "{text:?}");
+        let read: Vec<Vec<String>> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        assert_eq!(read, rows.map(|r| r.map(str::to_string).to_vec()));
+    }
+
+    #[test]
+    fn json_reports_name_sources_and_leave_out_unknown_headings() {
+        let notes = [SourceNote {
+            uri: "note://Home".into(),
+            title: "Home".into(),
+            content: String::new(),
+        }];
+        let report = SummaryReport::new("- A point.".into(), &notes, 1);
+        assert_eq!(
+            serde_json::to_value(&report).unwrap(),
+            serde_json::json!({"summary": "- A point.", "sources": [{"title": "Home", "uri": "note://Home"}], "chunks": 1})
+        );
+        let source = SourceRef::new(&notes[0], Some("Links"));
+        assert_eq!(source.line(), "Home › Links (note://Home)");
+        assert_eq!(
+            serde_json::to_value(&source).unwrap(),
+            serde_json::json!({"title": "Home", "uri": "note://Home", "heading": "Links"})
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! `recall summarize` and `recall quiz`: study aids over the vault. This file holds the two
+//! commands and what they share ([`StudyJob`]: servers, notes, model, transcript).
+//!
+//! Data flows one way: the target (a note, a folder or a search query) becomes notes through the
+//! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]),
+//! prompts are rendered from `prompts/study/` and generated under a grammar ([`writer`]) into
+//! summaries ([`summarize`]), quiz items ([`quiz`]) or grades ([`grade`]), and the result goes to
+//! stdout ([`export`]).
+
+mod chunk;
+mod export;
+mod grade;
+mod quiz;
+mod summarize;
+mod target;
+mod writer;
+
+use std::io::IsTerminal;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+pub use chunk::{chunk_text, headings};
+pub use grade::{Grade, grade_grammar, parse_grade};
+pub use quiz::{ItemBounds, QaPair, item_grammar, parse_item};
+pub use summarize::{parse_summary, summary_grammar};
+pub use target::{SourceNote, gather_notes};
+pub use writer::Grammar;
+
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
+use crate::commands::{Workbench, append_transcript};
+use crate::engine::GenerateRequest;
+use writer::{Generation, Writer};
+
+/// What `recall quiz` was asked for.
+#[derive(Debug, Clone)]
+pub struct QuizRequest {
+    /// A note, folder or search query.
+    pub target: String,
+    /// How many questions.
+    pub count: usize,
+    /// Output format.
+    pub format: QuizFormat,
+    /// Ask on the terminal and grade.
+    pub interactive: bool,
+}
+
+/// `recall summarize`.
+pub fn summarize(
+    global: &GlobalArgs,
+    model_args: &ModelArgs,
+    server_args: &ServerArgs,
+    agent_args: &AgentArgs,
+    target: &str,
+) -> Result<()> {
+    let job = StudyJob {
+        command: "summarize",
+        target,
+        global,
+        model_args,
+        server_args,
+        agent_args,
+    };
+    job.run(|writer, notes| summarize::write_summary(writer, notes, global.json, target))
+}
+
+/// `recall quiz`.
+pub fn quiz(
+    global: &GlobalArgs,
+    model_args: &ModelArgs,
+    server_args: &ServerArgs,
+    agent_args: &AgentArgs,
+    request: &QuizRequest,
+) -> Result<()> {
+    if request.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    if request.interactive && !std::io::stdin().is_terminal() {
+        bail!(
+            "--interactive asks on a terminal, but stdin is not one; run without --interactive \
+             to print the questions"
+        );
+    }
+    let job = StudyJob {
+        command: "quiz",
+        target: &request.target,
+        global,
+        model_args,
+        server_args,
+        agent_args,
+    };
+    job.run(|writer, notes| quiz::write_quiz(writer, notes, global.json, request))
+}
+
+/// What `summarize` and `quiz` share: the flags and the notes the target names.
+struct StudyJob<'a> {
+    command: &'static str,
+    target: &'a str,
+    global: &'a GlobalArgs,
+    model_args: &'a ModelArgs,
+    server_args: &'a ServerArgs,
+    agent_args: &'a AgentArgs,
+}
+
+impl StudyJob<'_> {
+    /// Starts the servers, gathers the target's notes (before the model loads: a bad target
+    /// fails fast), loads the model, runs `write` on a fresh context, and logs its generations.
+    fn run(self, write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>) -> Result<()> {
+        let (bench, notes) = Workbench::open_after(
+            self.global,
+            self.model_args,
+            self.server_args,
+            |runtime, host| gather_notes(runtime, host, self.target),
+        )?;
+        let result = bench.session(self.model_args).and_then(|mut session| {
+            let mut writer = Writer {
+                request: self.request(&bench),
+                model: &mut session,
+                template: &bench.template,
+                verbose: self.global.verbose,
+                log: Vec::new(),
+            };
+            let result = write(&mut writer, &notes);
+            let logged = self.log_generations(&writer.log, &result);
+            match (result, logged) {
+                // A transcript that cannot be written must not hide why the run itself failed.
+                (Err(err), Err(log_err)) => {
+                    eprintln!("recall: warning: {log_err:#}");
+                    Err(err)
+                }
+                (result, logged) => logged.and(result),
+            }
+        });
+        bench.close();
+        result
+    }
+
+    /// Sampling near greedy: summaries, questions and grades should follow the note, not
+    /// wander. Each generation gets its grammar from the caller.
+    fn request(&self, bench: &Workbench) -> GenerateRequest {
+        let mut sampling = self.model_args.sampling();
+        sampling.temperature = sampling.temperature.min(0.3);
+        GenerateRequest {
+            max_tokens: self.agent_args.max_tokens,
+            sampling,
+            stop: Vec::new(),
+            constraint: None,
+            cancel: bench.interrupt.token(),
+            stable_prefix: 0,
+        }
+    }
+
+    /// Appends the run's generations to the `--transcript` file, if one was asked for (also
+    /// when the run failed part-way: that is when the transcript is most wanted).
+    fn log_generations(&self, generations: &[Generation], result: &Result<()>) -> Result<()> {
+        let Some(path) = &self.global.transcript else {
+            return Ok(());
+        };
+        let entry = TranscriptEntry {
+            command: self.command,
+            target: self.target,
+            generations,
+            error: result.as_ref().err().map(|e| format!("{e:#}")),
+        };
+        append_transcript(path, &serde_json::to_value(&entry)?)
+    }
+}
+
+/// One `--transcript` line of a study run.
+#[derive(Serialize)]
+struct TranscriptEntry<'a> {
+    command: &'static str,
+    target: &'a str,
+    generations: &'a [Generation],
+    error: Option<String>,
+}
