@@ -156,9 +156,9 @@ fn ctrl_c_at_a_terminal_stops_one_turn_and_the_server_lives_on() {
     chat.wait_until("turn 3's end", |o, _| turn_ended(&o[start..]));
     let (out, _) = chat.output();
     let turn3 = &out[start..];
-    assert!(!turn3.contains("recall: "), "{}", tail(turn3));
-    assert!(turn3.contains("Sources"), "{}", tail(turn3));
-    assert!(turn3.contains("obsidian://open"), "{}", tail(turn3));
+    assert!(!turn3.contains("recall: "), "{}", common::tail(turn3));
+    assert!(turn3.contains("Sources"), "{}", common::tail(turn3));
+    assert!(turn3.contains("obsidian://open"), "{}", common::tail(turn3));
     assert_eq!(
         common::children_running(recall, "mcp-vault-server"),
         [server],
@@ -169,8 +169,8 @@ fn ctrl_c_at_a_terminal_stops_one_turn_and_the_server_lives_on() {
     type_keys(b"/quit\r");
     let (status, out, _) = chat.finish();
     assert!(status.success(), "{out}");
-    assert!(out.trim_end().ends_with("exit 0"), "{}", tail(&out));
-    assert!(!out.contains("panicked"), "{}", tail(&out));
+    assert!(out.trim_end().ends_with("exit 0"), "{}", common::tail(&out));
+    assert!(!out.contains("panicked"), "{}", common::tail(&out));
     // recall's shutdown ended the server before recall exited.
     assert!(!common::running(server), "the server outlived recall");
 }
@@ -187,14 +187,6 @@ fn turn_ended(output: &str) -> bool {
 
 /// The turn was stopped: it said so, and showed no sources as if it had answered.
 fn assert_stopped(turn: &str) {
-    assert!(turn.contains("\nrecall: stopped"), "{}", tail(turn));
-    assert!(!turn.contains("Sources"), "{}", tail(turn));
-}
-
-fn tail(text: &str) -> &str {
-    let start = text.len().saturating_sub(3000);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    &text[start..]
+    assert!(turn.contains("\nrecall: stopped"), "{}", common::tail(turn));
+    assert!(!turn.contains("Sources"), "{}", common::tail(turn));
 }

@@ -393,19 +393,14 @@ fn ask_command(json: bool) -> std::process::Command {
 /// The run ended as stopped: exit 130 and `recall: stopped`. Returns its stdout.
 fn assert_stopped(run: common::Watched) -> String {
     let (status, stdout, stderr) = run.finish();
-    let both = format!("stdout:\n{stdout}\nstderr (end):\n{}", tail(&stderr));
+    let both = format!(
+        "stdout:\n{stdout}\nstderr (end):\n{}",
+        common::tail(&stderr)
+    );
     assert_eq!(status.code(), Some(130), "{both}");
     assert!(stderr.lines().any(|l| l == "recall: stopped"), "{both}");
     assert!(!stderr.contains("panicked"), "{both}");
     stdout
-}
-
-fn tail(text: &str) -> &str {
-    let start = text.len().saturating_sub(3000);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    &text[start..]
 }
 
 /// Ctrl-C right after the vault server started, before any prompt (the model may be loading):

@@ -298,11 +298,7 @@ fn bounds_and_known_references_hold_the_arguments() {
 
 #[test]
 fn answer_grammar_admits_prose_and_citations_but_no_call() {
-    let rules = parse_gbnf(ANSWER_GBNF);
-    let accepts = |text: &str| {
-        let chars: Vec<char> = text.chars().collect();
-        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
-    };
+    let accepts = |text: &str| gbnf_accepts(ANSWER_GBNF, text);
     for text in ANSWERS {
         assert!(accepts(text), "should accept {text:?}");
     }
@@ -327,6 +323,12 @@ const NOT_ANSWERS: [&str; 6] = [
     "",
     "   ",
 ];
+
+/// Whether the interpreter below matches all of `text` from the grammar's `root`.
+fn gbnf_accepts(gbnf: &str, text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    matches(&parse_gbnf(gbnf), &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
+}
 
 /// Whether llama.cpp's sampler takes every token of `text` and then allows end-of-turn.
 fn admits(
@@ -395,11 +397,8 @@ const NOT_CITATIONS: [&str; 8] = [
 
 #[test]
 fn citation_grammar_admits_only_the_numbers_given() {
-    let rules = parse_gbnf(&citation_gbnf(12));
-    let accepts = |text: &str| {
-        let chars: Vec<char> = text.chars().collect();
-        matches(&rules, &Expr::Rule("root".into()), &chars, 0).contains(&chars.len())
-    };
+    let gbnf = citation_gbnf(12);
+    let accepts = |text: &str| gbnf_accepts(&gbnf, text);
     for text in CITATIONS {
         assert!(accepts(text), "should accept {text:?}");
     }

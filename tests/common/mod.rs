@@ -225,3 +225,12 @@ pub fn children_running(parent: u32, needle: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The last 3,000 bytes of `text` (from a character boundary), for assertion messages.
+pub fn tail(text: &str) -> &str {
+    let start = text.len().saturating_sub(3000);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    &text[start..]
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Client, call, copy_dir, structured};
+use common::{Client, call, copy_dir, status, structured};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -279,18 +279,6 @@ async fn a_damaged_cache_is_rebuilt_and_a_bad_model_leaves_search_by_words() {
     c.cancel().await.unwrap();
     let log = setup.log_text(2);
     assert!(log.contains("semantic search off"), "{log}");
-}
-
-/// The server's status resource, decoded.
-async fn status(c: &Client) -> Value {
-    let read = c
-        .read_resource(rmcp::model::ReadResourceRequestParams::new(
-            "obsidian-kb://status",
-        ))
-        .await
-        .unwrap();
-    let json = serde_json::to_value(&read.contents[0]).unwrap();
-    serde_json::from_str(json["text"].as_str().unwrap()).unwrap()
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

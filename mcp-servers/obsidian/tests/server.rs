@@ -517,19 +517,6 @@ async fn resources_list_read_and_template() {
     c.cancel().await.unwrap();
 }
 
-/// The status resource, decoded.
-async fn status(c: &Client) -> Value {
-    let read = c
-        .read_resource(rmcp::model::ReadResourceRequestParams::new(
-            "obsidian-kb://status",
-        ))
-        .await
-        .unwrap();
-    let json = serde_json::to_value(&read.contents[0]).unwrap();
-    assert_eq!(json["uri"], "obsidian-kb://status");
-    serde_json::from_str(json["text"].as_str().unwrap()).unwrap()
-}
-
 /// A vault of its own (the shared fixture's note counts stay as they are): a folder name and
 /// a note name that need percent-encoding, nested sections, a long section, many small notes.
 fn passage_vault() -> Fixture {

@@ -174,3 +174,14 @@ pub fn uris(v: &Value) -> Vec<String> {
         .map(|x| x["uri"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// The server's status resource (`obsidian-kb://status`), decoded.
+pub async fn status(c: &Client) -> Value {
+    let read = c
+        .read_resource(ReadResourceRequestParams::new("obsidian-kb://status"))
+        .await
+        .unwrap();
+    let json = serde_json::to_value(&read.contents[0]).unwrap();
+    assert_eq!(json["uri"], "obsidian-kb://status");
+    serde_json::from_str(json["text"].as_str().unwrap()).unwrap()
+}
