@@ -16,6 +16,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use indexmap::IndexMap;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use rmcp::ServiceExt;
@@ -133,9 +134,9 @@ impl Server {
 /// Runs the configured MCP servers and routes calls to them. See the module docs.
 pub struct McpManager {
     servers: Vec<Server>,
-    routes: RwLock<HashMap<String, RoutedTool>>,
-    /// Exposed names in table order (servers in config order, tools in server order).
-    order: RwLock<Vec<String>>,
+    /// The routing table by exposed name, in table order (servers in config order, tools in
+    /// server order): one map, so a reader never sees names and routes from two rebuilds.
+    routes: RwLock<IndexMap<String, RoutedTool>>,
 }
 
 impl McpManager {
@@ -194,7 +195,6 @@ impl McpManager {
         let manager = McpManager {
             servers,
             routes: RwLock::default(),
-            order: RwLock::default(),
         };
         manager.rebuild_routes();
         manager
@@ -203,11 +203,7 @@ impl McpManager {
     /// The routing table, in order: servers as configured, tools as each server lists them.
     pub fn routed_tools(&self) -> Vec<RoutedTool> {
         let routes = self.routes.read().unwrap_or_else(PoisonError::into_inner);
-        let order = self.order.read().unwrap_or_else(PoisonError::into_inner);
-        order
-            .iter()
-            .filter_map(|name| routes.get(name).cloned())
-            .collect()
+        routes.values().cloned().collect()
     }
 
     /// Every configured server with its status and tools (a child found dead shows as exited).
@@ -493,8 +489,7 @@ impl McpManager {
                 *count.entry(tool.name.as_str()).or_default() += 1;
             }
         }
-        let mut routes = HashMap::new();
-        let mut order = Vec::new();
+        let mut routes = IndexMap::new();
         for (server, read_only, tools) in &per_server {
             for tool in tools {
                 let prefixed = count[tool.name.as_str()] > 1;
@@ -518,12 +513,10 @@ impl McpManager {
                     read_only: *read_only,
                     prefixed,
                 };
-                order.push(exposed.clone());
                 routes.insert(exposed, RoutedTool { spec, route });
             }
         }
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = routes;
-        *self.order.write().unwrap_or_else(PoisonError::into_inner) = order;
     }
 }
 

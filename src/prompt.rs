@@ -300,7 +300,8 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
-        env.set_unknown_method_callback(python_methods);
+        // The Python string/dict methods HF chat templates call (`.strip()`, `.items()`, …).
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         for (name, source) in TEMPLATES {
             env.add_template(name, source)
                 .map_err(|e| template_error(name, &e))?;
@@ -628,83 +629,6 @@ fn strftime(secs: u64, format: &str) -> String {
         Ok(items) => time.format_with_items(items.into_iter()).to_string(),
         Err(_) => format.to_string(),
     }
-}
-
-/// The Python string/dict methods HF chat templates call (`.strip()`, `.startswith()`, `.items()`,
-/// …), which Jinja2 inherits from Python and minijinja does not have.
-fn python_methods(
-    _state: &minijinja::State,
-    value: &JinjaValue,
-    method: &str,
-    args: &[JinjaValue],
-) -> Result<JinjaValue, JinjaError> {
-    let arg = |i: usize| args.get(i).and_then(|a| a.as_str()).map(str::to_string);
-    if let Some(s) = value.as_str() {
-        let chars = arg(0);
-        let set = |c: char| {
-            chars
-                .as_deref()
-                .map_or(c.is_whitespace(), |cs| cs.contains(c))
-        };
-        return Ok(match method {
-            "strip" => JinjaValue::from(s.trim_matches(set)),
-            "lstrip" => JinjaValue::from(s.trim_start_matches(set)),
-            "rstrip" => JinjaValue::from(s.trim_end_matches(set)),
-            "upper" => JinjaValue::from(s.to_uppercase()),
-            "lower" => JinjaValue::from(s.to_lowercase()),
-            "startswith" => JinjaValue::from(arg(0).is_some_and(|p| s.starts_with(p.as_str()))),
-            "endswith" => JinjaValue::from(arg(0).is_some_and(|p| s.ends_with(p.as_str()))),
-            "replace" => JinjaValue::from(
-                s.replace(&arg(0).unwrap_or_default(), &arg(1).unwrap_or_default()),
-            ),
-            "split" => {
-                let parts: Vec<JinjaValue> = match arg(0) {
-                    Some(sep) => s.split(sep.as_str()).map(JinjaValue::from).collect(),
-                    None => s.split_whitespace().map(JinjaValue::from).collect(),
-                };
-                JinjaValue::from(parts)
-            }
-            _ => {
-                return Err(JinjaError::new(
-                    ErrorKind::UnknownMethod,
-                    format!("string has no method `{method}`"),
-                ));
-            }
-        });
-    }
-    if value.kind() == minijinja::value::ValueKind::Map {
-        return match method {
-            "items" => Ok(JinjaValue::from(
-                value
-                    .try_iter()?
-                    .map(|k| Ok(JinjaValue::from(vec![k.clone(), value.get_item(&k)?])))
-                    .collect::<Result<Vec<_>, JinjaError>>()?,
-            )),
-            "keys" => Ok(JinjaValue::from(value.try_iter()?.collect::<Vec<_>>())),
-            "values" => Ok(JinjaValue::from(
-                value
-                    .try_iter()?
-                    .map(|k| value.get_item(&k))
-                    .collect::<Result<Vec<_>, _>>()?,
-            )),
-            "get" => {
-                let found = value.get_item(args.first().unwrap_or(&JinjaValue::UNDEFINED))?;
-                Ok(if found.is_undefined() {
-                    args.get(1).cloned().unwrap_or(JinjaValue::from(()))
-                } else {
-                    found
-                })
-            }
-            _ => Err(JinjaError::new(
-                ErrorKind::UnknownMethod,
-                format!("dict has no method `{method}`"),
-            )),
-        };
-    }
-    Err(JinjaError::new(
-        ErrorKind::UnknownMethod,
-        format!("no method `{method}`"),
-    ))
 }
 
 #[cfg(test)]
