@@ -278,7 +278,28 @@ fn bad_input_is_one_clear_error() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 
+    // A folder or a named pipe as the model: named for what it is, and the pipe is never
+    // opened (that would wait for a writer forever).
     let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.gguf");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let folder = dir.path().to_str().unwrap();
+    for (model, expected) in [
+        (folder, "this is a folder"),
+        (fifo.to_str().unwrap(), "not a regular file"),
+    ] {
+        let out = recall(&["ask", "--model", model, "--vault", &vault, "q"]);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{model}: {stderr}");
+        assert!(stderr.contains(expected), "{model}: {stderr}");
+    }
+
     let broken = dir.path().join("config.json");
     std::fs::write(
         &broken,

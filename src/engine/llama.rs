@@ -109,6 +109,21 @@ fn check_gguf(path: &Path) -> Result<(), EngineError> {
         path: path.display().to_string(),
         reason,
     };
+    // Before opening: a folder reads as "too short", and a named pipe would block the open.
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(fail(
+                "this is a folder; give the .gguf file inside it (or an alias from `recall models`)"
+                    .to_string(),
+            ));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(fail(
+                "not a regular file (a pipe, socket or device); give a .gguf file".to_string(),
+            ));
+        }
+        _ => {}
+    }
     let mut file = std::fs::File::open(path).map_err(|e| {
         fail(match e.kind() {
             std::io::ErrorKind::NotFound => {
