@@ -432,6 +432,7 @@ fn every_builtin_template_is_registered_and_compiles() {
             "tools/pythonic.j2",
             "tools/result_as_user.j2",
             "agent/answer.j2",
+            "agent/attribute.j2",
             "study/summarize.j2",
             "study/note.j2",
             "study/combine.j2",
