@@ -13,16 +13,14 @@ use anyhow::{Context, Result};
 use rustyline::error::ReadlineError;
 use rustyline::{Config, DefaultEditor};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::agent::{Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
-use crate::commands::{
-    Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
-};
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
 use crate::prompt::{Message, Role};
+use crate::report::{TurnReport, write_transcript};
+use crate::session::{Workbench, approver, print_citations, stream_to_stdout};
 use crate::tool::ToolHost;
 
 /// The version `/save` writes and `/load` reads.
@@ -182,7 +180,7 @@ impl Repl<'_, '_> {
                 return Ok(());
             }
         };
-        let report = turn_json(&turn, bench.engine.info());
+        let report = TurnReport::new(&turn, bench.engine.info());
         if let Some(path) = &self.global.transcript
             && let Err(err) = write_transcript(path, &self.conversation, &report)
         {
@@ -190,7 +188,7 @@ impl Repl<'_, '_> {
         }
         let mut out = std::io::stdout().lock();
         if self.global.json {
-            writeln!(out, "{report}")?;
+            writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
             writeln!(out)?;
             print_citations(&mut out, &turn.citations)?;
@@ -223,14 +221,17 @@ impl Repl<'_, '_> {
         let tools = self.bench.manager.routed_tools();
         let mut out = std::io::stdout().lock();
         if self.global.json {
-            let list: Vec<_> = tools
-                .iter()
-                .map(|t| {
-                    json!({"name": t.spec.name, "server": t.route.server,
-                           "description": t.spec.description})
-                })
-                .collect();
-            writeln!(out, "{}", json!({ "tools": list }))?;
+            let list = ChatToolsJson {
+                tools: tools
+                    .iter()
+                    .map(|t| ChatToolJson {
+                        name: &t.spec.name,
+                        server: &t.route.server,
+                        description: &t.spec.description,
+                    })
+                    .collect(),
+            };
+            writeln!(out, "{}", serde_json::to_string(&list)?)?;
         } else if tools.is_empty() {
             writeln!(out, "No tools: no server is running (see `recall tools`).")?;
         } else {
@@ -241,6 +242,20 @@ impl Repl<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// `/tools` with `--json`.
+#[derive(Serialize)]
+struct ChatToolsJson<'a> {
+    tools: Vec<ChatToolJson<'a>>,
+}
+
+/// One tool of [`ChatToolsJson`].
+#[derive(Serialize)]
+struct ChatToolJson<'a> {
+    name: &'a str,
+    server: &'a str,
+    description: &'a str,
 }
 
 /// What one input line asks for.

@@ -13,6 +13,8 @@ pub mod grammar;
 pub mod mcp;
 pub mod parse;
 pub mod prompt;
+pub mod report;
+pub mod session;
 pub mod sources;
 pub mod study;
 pub mod tool;
