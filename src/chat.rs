@@ -5,7 +5,6 @@
 //! system message (question and start of answer) until the decision prompt plus room for the
 //! reply fits the context. Lines starting with `/` are commands.
 
-use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -464,16 +463,11 @@ fn save_file(path: &Path, conversation: &[Message]) -> Result<()> {
         .with_context(|| format!("cannot save to {}", path.display()))
 }
 
-/// `$XDG_STATE_HOME/recall/history`, else `~/.local/state/recall/history`.
-fn history_path(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    // The XDG spec says relative values are invalid and must be ignored.
-    let state = xdg_state_home
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            home.filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })?;
+/// `recall/history` in the platform state folder (`dirs::state_dir`: on Linux `$XDG_STATE_HOME`
+/// when it is absolute, else `~/.local/state`), or, where the platform has none (macOS,
+/// Windows), in its local data folder.
+fn history_path() -> Option<PathBuf> {
+    let state = dirs::state_dir().or_else(dirs::data_local_dir)?;
     Some(state.join("recall").join("history"))
 }
 
@@ -505,7 +499,7 @@ impl Input {
                 return Input::Plain;
             }
         };
-        let history = history_path(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"));
+        let history = history_path();
         if let Some(path) = &history
             && let Err(err) = editor.load_history(path)
             && !matches!(&err, ReadlineError::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
@@ -749,25 +743,5 @@ mod tests {
         assert_eq!(parse_line("/exit"), Line::Quit);
         assert_eq!(parse_line("/help"), Line::Help);
         assert_eq!(parse_line("/frob x"), Line::Unknown("/frob"));
-    }
-
-    #[test]
-    fn history_lives_in_the_xdg_state_directory() {
-        let path = |xdg: Option<&str>, home: Option<&str>| {
-            history_path(xdg.map(OsString::from), home.map(OsString::from))
-        };
-        assert_eq!(
-            path(Some("/state"), Some("/home/u")),
-            Some(PathBuf::from("/state/recall/history"))
-        );
-        assert_eq!(
-            path(Some("relative"), Some("/home/u")),
-            Some(PathBuf::from("/home/u/.local/state/recall/history"))
-        );
-        assert_eq!(
-            path(None, Some("/home/u")),
-            Some(PathBuf::from("/home/u/.local/state/recall/history"))
-        );
-        assert_eq!(path(None, None), None);
     }
 }
