@@ -13,8 +13,9 @@ use crate::session::{Workbench, approver, print_citations, stream_to_stdout};
 /// `recall ask`: one question, the answer streamed, then the notes it used.
 ///
 /// Ctrl-C at any point (prompt, decision, tool calls, the answer streaming) stops the run: the
-/// error is [`Cancelled`] (`recall: stopped`, exit 130), a streamed part of the answer is ended
-/// with a newline, and `--json` prints nothing, since there is no finished turn to report.
+/// error is [`Cancelled`](crate::engine::Cancelled) (`recall: stopped`, exit 130), a streamed
+/// part of the answer is ended with a newline, and `--json` prints nothing, since there is no
+/// finished turn to report.
 pub fn ask(
     global: &GlobalArgs,
     model_args: &ModelArgs,
