@@ -5,7 +5,6 @@
 //! system message (question and start of answer) until the decision prompt plus room for the
 //! reply fits the context. Lines starting with `/` are commands.
 
-use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -13,16 +12,14 @@ use anyhow::{Context, Result};
 use rustyline::error::ReadlineError;
 use rustyline::{Config, DefaultEditor};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::agent::{Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
-use crate::commands::{
-    Workbench, approver, print_citations, stream_to_stdout, turn_json, write_transcript,
-};
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
 use crate::prompt::{Message, Role};
+use crate::report::{TurnReport, write_transcript};
+use crate::session::{Workbench, approver, print_citations, stream_to_stdout};
 use crate::tool::ToolHost;
 
 /// The version `/save` writes and `/load` reads.
@@ -182,7 +179,7 @@ impl Repl<'_, '_> {
                 return Ok(());
             }
         };
-        let report = turn_json(&turn, bench.engine.info());
+        let report = TurnReport::new(&turn, bench.engine.info());
         if let Some(path) = &self.global.transcript
             && let Err(err) = write_transcript(path, &self.conversation, &report)
         {
@@ -190,7 +187,7 @@ impl Repl<'_, '_> {
         }
         let mut out = std::io::stdout().lock();
         if self.global.json {
-            writeln!(out, "{report}")?;
+            writeln!(out, "{}", serde_json::to_string(&report)?)?;
         } else {
             writeln!(out)?;
             print_citations(&mut out, &turn.citations)?;
@@ -223,14 +220,17 @@ impl Repl<'_, '_> {
         let tools = self.bench.manager.routed_tools();
         let mut out = std::io::stdout().lock();
         if self.global.json {
-            let list: Vec<_> = tools
-                .iter()
-                .map(|t| {
-                    json!({"name": t.spec.name, "server": t.route.server,
-                           "description": t.spec.description})
-                })
-                .collect();
-            writeln!(out, "{}", json!({ "tools": list }))?;
+            let list = ChatToolsJson {
+                tools: tools
+                    .iter()
+                    .map(|t| ChatToolJson {
+                        name: &t.spec.name,
+                        server: &t.route.server,
+                        description: &t.spec.description,
+                    })
+                    .collect(),
+            };
+            writeln!(out, "{}", serde_json::to_string(&list)?)?;
         } else if tools.is_empty() {
             writeln!(out, "No tools: no server is running (see `recall tools`).")?;
         } else {
@@ -241,6 +241,20 @@ impl Repl<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// `/tools` with `--json`.
+#[derive(Serialize)]
+struct ChatToolsJson<'a> {
+    tools: Vec<ChatToolJson<'a>>,
+}
+
+/// One tool of [`ChatToolsJson`].
+#[derive(Serialize)]
+struct ChatToolJson<'a> {
+    name: &'a str,
+    server: &'a str,
+    description: &'a str,
 }
 
 /// What one input line asks for.
@@ -449,16 +463,11 @@ fn save_file(path: &Path, conversation: &[Message]) -> Result<()> {
         .with_context(|| format!("cannot save to {}", path.display()))
 }
 
-/// `$XDG_STATE_HOME/recall/history`, else `~/.local/state/recall/history`.
-fn history_path(xdg_state_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    // The XDG spec says relative values are invalid and must be ignored.
-    let state = xdg_state_home
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            home.filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })?;
+/// `recall/history` in the platform state folder (`dirs::state_dir`: on Linux `$XDG_STATE_HOME`
+/// when it is absolute, else `~/.local/state`), or, where the platform has none (macOS,
+/// Windows), in its local data folder.
+fn history_path() -> Option<PathBuf> {
+    let state = dirs::state_dir().or_else(dirs::data_local_dir)?;
     Some(state.join("recall").join("history"))
 }
 
@@ -490,7 +499,7 @@ impl Input {
                 return Input::Plain;
             }
         };
-        let history = history_path(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"));
+        let history = history_path();
         if let Some(path) = &history
             && let Err(err) = editor.load_history(path)
             && !matches!(&err, ReadlineError::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
@@ -734,25 +743,5 @@ mod tests {
         assert_eq!(parse_line("/exit"), Line::Quit);
         assert_eq!(parse_line("/help"), Line::Help);
         assert_eq!(parse_line("/frob x"), Line::Unknown("/frob"));
-    }
-
-    #[test]
-    fn history_lives_in_the_xdg_state_directory() {
-        let path = |xdg: Option<&str>, home: Option<&str>| {
-            history_path(xdg.map(OsString::from), home.map(OsString::from))
-        };
-        assert_eq!(
-            path(Some("/state"), Some("/home/u")),
-            Some(PathBuf::from("/state/recall/history"))
-        );
-        assert_eq!(
-            path(Some("relative"), Some("/home/u")),
-            Some(PathBuf::from("/home/u/.local/state/recall/history"))
-        );
-        assert_eq!(
-            path(None, Some("/home/u")),
-            Some(PathBuf::from("/home/u/.local/state/recall/history"))
-        );
-        assert_eq!(path(None, None), None);
     }
 }

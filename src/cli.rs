@@ -132,6 +132,28 @@ pub struct PromptCacheArgs {
     pub prompt_cache_dir: Option<PathBuf>,
 }
 
+/// What every command that runs the agent on a model (`ask`, `chat`, `summarize`, `quiz`)
+/// takes: the model, the tool servers and the loop.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// The model and how it samples.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The tool servers.
+    #[command(flatten)]
+    pub servers: ServerArgs,
+    /// The agent loop.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// What a study command (`summarize`, `quiz`) works on.
+#[derive(Debug, Args, Clone)]
+pub struct StudyTarget {
+    /// A note URI or name, a folder, or a search query.
+    pub target: String,
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -140,11 +162,7 @@ pub enum Command {
         /// The question.
         question: String,
         #[command(flatten)]
-        model: ModelArgs,
-        #[command(flatten)]
-        servers: ServerArgs,
-        #[command(flatten)]
-        agent: AgentArgs,
+        run: RunArgs,
         #[command(flatten)]
         cache: PromptCacheArgs,
     },
@@ -154,27 +172,19 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         resume: Option<PathBuf>,
         #[command(flatten)]
-        model: ModelArgs,
-        #[command(flatten)]
-        servers: ServerArgs,
-        #[command(flatten)]
-        agent: AgentArgs,
+        run: RunArgs,
     },
     /// Summarize a note (URI or name), a folder, or the notes a search finds; Markdown out.
     Summarize {
-        /// A note URI or name, a folder, or a search query.
-        target: String,
         #[command(flatten)]
-        model: ModelArgs,
+        target: StudyTarget,
         #[command(flatten)]
-        servers: ServerArgs,
-        #[command(flatten)]
-        agent: AgentArgs,
+        run: RunArgs,
     },
     /// Write quiz questions with answers from notes (a note, folder, or search query).
     Quiz {
-        /// A note URI or name, a folder, or a search query.
-        target: String,
+        #[command(flatten)]
+        target: StudyTarget,
         /// How many questions.
         #[arg(short = 'n', long = "count", default_value_t = 5)]
         count: usize,
@@ -185,11 +195,7 @@ pub enum Command {
         #[arg(long)]
         interactive: bool,
         #[command(flatten)]
-        model: ModelArgs,
-        #[command(flatten)]
-        servers: ServerArgs,
-        #[command(flatten)]
-        agent: AgentArgs,
+        run: RunArgs,
     },
     /// List the tool servers and their tools, without loading a model.
     Tools {

@@ -232,10 +232,7 @@ pub fn load(
     vault: Option<&Path>,
     embedding_model: Option<&Path>,
 ) -> Result<ServersConfig, ConfigError> {
-    let default_file = default_config_path(
-        std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
-        std::env::var_os("HOME").map(PathBuf::from),
-    );
+    let default_file = default_config_path();
     let file = match explicit {
         Some(path) => Some(path.to_path_buf()),
         None => default_file.clone().filter(|p| p.is_file()),
@@ -258,17 +255,11 @@ pub fn load(
     }
 }
 
-/// `$XDG_CONFIG_HOME/recall/config.json`, else `$HOME/.config/recall/config.json`. An empty or
-/// relative `XDG_CONFIG_HOME` is ignored, as the XDG spec says.
-pub fn default_config_path(
-    xdg_config_home: Option<PathBuf>,
-    home: Option<PathBuf>,
-) -> Option<PathBuf> {
-    let base = xdg_config_home.filter(|p| p.is_absolute()).or_else(|| {
-        home.filter(|p| !p.as_os_str().is_empty())
-            .map(|h| h.join(".config"))
-    })?;
-    Some(base.join("recall").join("config.json"))
+/// `recall/config.json` in the platform config folder (`dirs::config_dir`): on Linux
+/// `$XDG_CONFIG_HOME` when it is absolute (the XDG spec says a relative one is invalid), else
+/// `$HOME/.config`; `~/Library/Application Support` on macOS.
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|dir| dir.join("recall").join("config.json"))
 }
 
 /// The built-in default: the bundled vault server, run as a child of this very binary.

@@ -13,6 +13,8 @@ pub mod grammar;
 pub mod mcp;
 pub mod parse;
 pub mod prompt;
+pub mod report;
+pub mod session;
 pub mod sources;
 pub mod study;
 pub mod tool;
@@ -62,38 +64,43 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => commands::mcp_vault_server(vault, embedding_model),
         Command::Ask {
             question,
-            model,
-            servers,
-            agent,
+            run,
             cache,
-        } => commands::ask(&global, &model, &servers, &agent, &cache, &question),
-        Command::Chat {
-            resume,
-            model,
-            servers,
-            agent,
-        } => chat::run(&global, &model, &servers, &agent, resume.as_deref()),
-        Command::Summarize {
-            target,
-            model,
-            servers,
-            agent,
-        } => study::summarize(&global, &model, &servers, &agent, &target),
+        } => commands::ask(
+            &global,
+            &run.model,
+            &run.servers,
+            &run.agent,
+            &cache,
+            &question,
+        ),
+        Command::Chat { resume, run } => chat::run(
+            &global,
+            &run.model,
+            &run.servers,
+            &run.agent,
+            resume.as_deref(),
+        ),
+        Command::Summarize { target, run } => study::summarize(
+            &global,
+            &run.model,
+            &run.servers,
+            &run.agent,
+            &target.target,
+        ),
         Command::Quiz {
             target,
             count,
             format,
             interactive,
-            model,
-            servers,
-            agent,
+            run,
         } => study::quiz(
             &global,
-            &model,
-            &servers,
-            &agent,
+            &run.model,
+            &run.servers,
+            &run.agent,
             &study::QuizRequest {
-                target,
+                target: target.target,
                 count,
                 format,
                 interactive,

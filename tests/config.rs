@@ -1,7 +1,7 @@
 //! The MCP server config: Claude Desktop format, `${env:..}`, unknown keys, errors with positions,
 //! file resolution and the built-in default.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use recall::config::{
@@ -210,25 +210,42 @@ fn invalid_values_are_errors() {
     }
 }
 
+/// The user config file is `recall/config.json` in `$XDG_CONFIG_HOME` when that is absolute,
+/// else in `$HOME/.config`: a relative or empty `XDG_CONFIG_HOME` is invalid per the spec and
+/// ignored. Asked of the binary, since the lookup reads the process's environment.
 #[test]
-fn default_path_follows_xdg() {
-    let p = |xdg: Option<&str>, home: Option<&str>| {
-        config::default_config_path(xdg.map(PathBuf::from), home.map(PathBuf::from))
+fn the_user_config_file_follows_xdg() {
+    let dir = tempfile::tempdir().unwrap();
+    let write_config = |base: &Path, server: &str| {
+        std::fs::create_dir_all(base.join("recall")).unwrap();
+        let config = serde_json::json!({"mcpServers": {server: {"command": "true"}}});
+        std::fs::write(base.join("recall/config.json"), config.to_string()).unwrap();
     };
-    assert_eq!(
-        p(Some("/x/cfg"), Some("/home/ada")),
-        Some("/x/cfg/recall/config.json".into())
-    );
-    assert_eq!(
-        p(None, Some("/home/ada")),
-        Some("/home/ada/.config/recall/config.json".into())
-    );
-    // A relative XDG_CONFIG_HOME is invalid per the spec and ignored.
-    assert_eq!(
-        p(Some("rel"), Some("/home/ada")),
-        Some("/home/ada/.config/recall/config.json".into())
-    );
-    assert_eq!(p(None, None), None);
+    let xdg = dir.path().join("xdg");
+    let home = dir.path().join("home");
+    write_config(&xdg, "from-xdg");
+    write_config(&home.join(".config"), "from-home");
+    let servers = |xdg_config_home: &std::ffi::OsStr| -> Vec<String> {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(["tools", "--json"])
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", xdg_config_home)
+            .env_remove("RECALL_VAULT")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let servers = listed["servers"].as_array().unwrap();
+        servers
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(servers(xdg.as_os_str()), ["from-xdg"]);
+    assert_eq!(servers("relative".as_ref()), ["from-home"]);
+    assert_eq!(servers("".as_ref()), ["from-home"]);
 }
 
 #[test]

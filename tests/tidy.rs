@@ -70,7 +70,12 @@ const CONFINED: &[Confined] = &[
 const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     (
         "src/agent.rs",
-        &["crate::mcp", "engine::llama", "crate::commands"],
+        &[
+            "crate::mcp",
+            "engine::llama",
+            "crate::commands",
+            "crate::session",
+        ],
         "the agent reaches the model only through `ChatModel` and the tools only through \
          `ToolHost`",
     ),
@@ -127,6 +132,28 @@ fn modules_keep_to_their_seams() {
                 if line.contains(path) {
                     broken.push(format!("{file}:{number} names `{path}`: {why}"));
                 }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "\n{}\n", broken.join("\n"));
+}
+
+/// Chat and the study commands are commands of their own: they share the command layer through
+/// `session` and `report`, never by reaching into another command's module.
+#[test]
+fn commands_do_not_reach_into_each_other() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = rust_files(&root.join("src/study"));
+    files.push(root.join("src/chat.rs"));
+    let mut broken = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in code_lines(&text) {
+            if line.contains("crate::commands") {
+                broken.push(format!(
+                    "{}:{number} names `crate::commands`",
+                    relative(root, &file)
+                ));
             }
         }
     }

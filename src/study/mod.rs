@@ -28,8 +28,9 @@ pub use target::{SourceNote, gather_notes};
 pub use writer::Grammar;
 
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
-use crate::commands::{Workbench, append_transcript};
 use crate::engine::GenerateRequest;
+use crate::report::append_transcript;
+use crate::session::Workbench;
 use writer::{Generation, Writer};
 
 /// What `recall quiz` was asked for.
@@ -162,7 +163,7 @@ impl StudyJob<'_> {
             generations,
             error: result.as_ref().err().map(|e| format!("{e:#}")),
         };
-        append_transcript(path, &serde_json::to_value(&entry)?)
+        append_transcript(path, &entry)
     }
 }
 

@@ -6,12 +6,12 @@ use std::ops::ControlFlow;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::commands::timings_json;
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, GenerateRequest, StopReason};
 use crate::grammar::ROOT;
 use crate::prompt::{ChatTemplate, Message, StudyPrompt};
+use crate::report::Timings;
 
 /// Tokens kept free beyond the prompt and the output, for tokenization differences at joins.
 const SLACK_TOKENS: usize = 16;
@@ -64,7 +64,7 @@ pub(super) struct Generation {
     grammar: &'static str,
     reply: String,
     stop: &'static str,
-    timings: Value,
+    timings: Timings,
 }
 
 /// Why a generation ended, as the transcript writes it.
@@ -155,7 +155,7 @@ impl Writer<'_> {
             grammar: grammar.name,
             reply: completion.text.clone(),
             stop: stop_name(&completion.stop),
-            timings: timings_json(&completion.stats),
+            timings: Timings::new(&completion.stats),
         });
         if completion.stop == StopReason::Cancelled {
             return Err(Cancelled.into());

@@ -1,5 +1,9 @@
-//! One function per command: each takes the parsed flags, does its job, and writes the result
-//! to stdout (the answer) or stderr (progress, logs).
+//! What every model-using command (`ask`, `chat`, `summarize`, `quiz`) runs on: the
+//! [`Workbench`] (tool servers, model, prompt layout), [`Interrupt`] (Ctrl-C as cancellation),
+//! approval of the calls the model chooses, and the streamed answer and its sources on stdout.
+//!
+//! It lives beside `commands/`, not inside it: `chat.rs` and `study/` are commands of their own
+//! and share this without reaching into another command's module.
 
 use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
@@ -8,21 +12,18 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::agent::{self, Agent, AgentOptions, ApproveAll, Approver, RefuseAll, Turn};
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, ServerArgs};
+use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
 use crate::config;
 use crate::engine::catalog::{self, CatalogError};
-use crate::engine::llama::{BenchOptions, Engine, LoadOptions};
-use crate::engine::llama::{ModelInfo, Session, SessionOptions};
-use crate::engine::prompt_cache::PromptCache;
-use crate::engine::{CancellationToken, Cancelled, GenerationStats};
+use crate::engine::llama::{Engine, LoadOptions, Session, SessionOptions};
+use crate::engine::{CancellationToken, Cancelled};
 use crate::mcp::{McpManager, ServerStatus};
-use crate::prompt::{ChatTemplate, Message};
+use crate::prompt::ChatTemplate;
 use crate::sources::Citation;
-use crate::tool::ToolCall;
-use crate::tool::{ToolHost, ToolRoute};
+use crate::tool::{ToolCall, ToolRoute};
 
 /// Resolves `--model` to a file (downloading if needed) and loads it.
 pub fn load_model(args: &ModelArgs) -> Result<Engine> {
@@ -85,105 +86,6 @@ fn load_model_until(args: &ModelArgs, cancel: &CancellationToken) -> Result<Engi
 /// How often blocking waits (a model load, a yes/no answer) look at the Ctrl-C token.
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// `recall bench`: pp/tg tokens per second, mean ± sd, like `llama-bench`.
-pub fn bench(
-    global: &GlobalArgs,
-    args: &ModelArgs,
-    n_prompt: usize,
-    n_gen: usize,
-    repetitions: usize,
-) -> Result<()> {
-    let engine = load_model(args)?;
-    let report = engine.bench(&BenchOptions {
-        n_prompt,
-        n_gen,
-        repetitions: repetitions.max(1),
-        threads: args.threads,
-    })?;
-    let mut out = std::io::stdout().lock();
-    if global.json {
-        let json = serde_json::json!({
-            "model": engine.info().name,
-            "threads": report.threads,
-            "pp": {"tokens": report.pp.tokens, "tok_s": report.pp.mean, "sd": report.pp.sd},
-            "tg": {"tokens": report.tg.tokens, "tok_s": report.tg.mean, "sd": report.tg.sd},
-        });
-        writeln!(out, "{json}")?;
-        return Ok(());
-    }
-    let info = engine.info();
-    writeln!(
-        out,
-        "| model | size | params | threads | test | t/s |\n| --- | ---: | ---: | ---: | ---: | ---: |"
-    )?;
-    for (name, t) in [("pp", &report.pp), ("tg", &report.tg)] {
-        if t.tokens == 0 {
-            continue;
-        }
-        writeln!(
-            out,
-            "| {} | {:.2} MiB | {:.2} M | {} | {}{} | {:.2} ± {:.2} |",
-            info.name,
-            info.size_bytes as f64 / (1024.0 * 1024.0),
-            info.n_params as f64 / 1e6,
-            report.threads,
-            name,
-            t.tokens,
-            t.mean,
-            t.sd
-        )?;
-    }
-    Ok(())
-}
-
-/// `recall models`: the catalog and where each model would come from.
-pub fn models() -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    for (alias, entry) in catalog::catalog() {
-        let local = catalog::local_model_dirs()
-            .into_iter()
-            .map(|d| d.join(&entry.file))
-            .find(|p| p.is_file());
-        let cached = hf_cached(&entry.repo, &entry.file);
-        let place = match (local, cached) {
-            (Some(p), _) => format!("local: {}", p.display()),
-            (None, Some(_)) => "in the Hugging Face cache".to_string(),
-            (None, None) => format!("downloads from hf:{}/{}", entry.repo, entry.file),
-        };
-        let default = if alias == catalog::DEFAULT_MODEL {
-            " (default)"
-        } else {
-            ""
-        };
-        writeln!(
-            out,
-            "{alias}{default}\n    {}\n    {place}",
-            entry.description
-        )?;
-    }
-    Ok(())
-}
-
-fn hf_cached(repo: &str, file: &str) -> Option<PathBuf> {
-    hf_hub::Cache::from_env().model(repo.to_string()).get(file)
-}
-
-/// How long the bundled server's searches wait for its first embedding pass: recall's first
-/// question is asked right after the server starts, and a small or cached vault is embedded
-/// well within this; a large vault's first pass is not waited for past it.
-const VAULT_EMBEDDING_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// `recall mcp-vault-server`: the bundled vault server, as a child process of this binary.
-pub fn mcp_vault_server(vault: PathBuf, embedding_model: Option<PathBuf>) -> Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(obsidian_kb::serve_stdio(obsidian_kb::ServeOptions {
-        embedding_model,
-        embedding_wait: VAULT_EMBEDDING_WAIT,
-        ..obsidian_kb::ServeOptions::new(vault)
-    }))?;
-    Ok(())
-}
-
 /// The bundled vault server's embedding model: the one asked for, else the default file in a
 /// local models folder when there is one, else none (search by words alone).
 fn embedding_model(args: &ServerArgs) -> Option<PathBuf> {
@@ -191,9 +93,9 @@ fn embedding_model(args: &ServerArgs) -> Option<PathBuf> {
         return None;
     }
     args.embedding_model.clone().or_else(|| {
-        crate::engine::catalog::local_model_dirs()
+        catalog::local_model_dirs()
             .into_iter()
-            .map(|dir| dir.join(crate::engine::catalog::DEFAULT_EMBEDDING_MODEL_FILE))
+            .map(|dir| dir.join(catalog::DEFAULT_EMBEDDING_MODEL_FILE))
             .find(|p| p.is_file())
     })
 }
@@ -229,100 +131,6 @@ fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Res
         }
     }
     Ok(manager)
-}
-
-/// `recall tools`: servers, their status and tools.
-pub fn tools(global: &GlobalArgs, args: &ServerArgs) -> Result<()> {
-    let (runtime, manager) = start_servers(args)?;
-    let routed = manager.routed_tools();
-    let mut out = std::io::stdout().lock();
-    if global.json {
-        let servers: Vec<Value> = manager
-            .servers()
-            .iter()
-            .map(|s| {
-                json!({"name": s.name, "status": s.status.to_string(), "read_only": s.read_only,
-                       "tools": s.tools})
-            })
-            .collect();
-        let tools: Vec<Value> = routed
-            .iter()
-            .map(|t| {
-                json!({"name": t.spec.name, "server": t.route.server, "tool": t.route.tool,
-                       "prefixed": t.route.prefixed, "description": t.spec.description,
-                       "input_schema": t.spec.input_schema})
-            })
-            .collect();
-        writeln!(out, "{}", json!({"servers": servers, "tools": tools}))?;
-    } else {
-        for server in manager.servers() {
-            let access = if server.read_only {
-                "read-only"
-            } else {
-                "asks before each call"
-            };
-            writeln!(out, "{} ({}, {access})", server.name, server.status)?;
-            for tool in routed.iter().filter(|t| t.route.server == server.name) {
-                let renamed = if tool.route.prefixed {
-                    format!(
-                        "  (renamed from {}: another server has a tool of that name)",
-                        tool.route.tool
-                    )
-                } else {
-                    String::new()
-                };
-                let summary = tool.spec.description.lines().next().unwrap_or("");
-                writeln!(out, "  {}{renamed}\n      {summary}", tool.spec.name)?;
-            }
-        }
-    }
-    runtime.block_on(manager.shutdown());
-    Ok(())
-}
-
-/// `recall call TOOL 'JSON'`: one call, its result printed.
-pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str) -> Result<()> {
-    let arguments: Value = serde_json::from_str(arguments)
-        .with_context(|| format!("arguments must be a JSON object, got {arguments:?}"))?;
-    let Value::Object(arguments) = arguments else {
-        anyhow::bail!("arguments must be a JSON object like '{{\"query\": \"bread\"}}'");
-    };
-    let (runtime, manager) = start_servers(args)?;
-    let call = ToolCall {
-        name: tool.to_string(),
-        arguments,
-    };
-    // The person typed this call: approval is for calls the model chooses, so it just runs.
-    let output = runtime.block_on(manager.call(&call));
-    runtime.block_on(manager.shutdown());
-    let mut out = std::io::stdout().lock();
-    if global.json {
-        writeln!(
-            out,
-            "{}",
-            json!({"text": output.text, "structured": output.structured, "is_error": output.is_error})
-        )?;
-    } else {
-        writeln!(out, "{}", output.text)?;
-    }
-    if output.is_error {
-        anyhow::bail!("{tool} returned an error");
-    }
-    Ok(())
-}
-
-/// `recall render`: the decision-step prompt, exactly as it would be tokenized (Llama 3 layout).
-pub fn render(args: &ServerArgs, question: &str) -> Result<()> {
-    let (runtime, manager) = start_servers(args)?;
-    let tools = manager.tools();
-    runtime.block_on(manager.shutdown());
-    let conversation = [
-        Message::system(agent::SYSTEM_PROMPT.trim()),
-        Message::user(question),
-    ];
-    let prompt = ChatTemplate::llama3().decision(&conversation, &tools)?;
-    write!(std::io::stdout().lock(), "{}", prompt.text)?;
-    Ok(())
 }
 
 /// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
@@ -508,85 +316,6 @@ pub fn stream_to_stdout(enabled: bool) -> impl FnMut(&str) -> ControlFlow<()> {
     }
 }
 
-/// `recall ask`: one question, the answer streamed, then the notes it used.
-///
-/// Ctrl-C at any point (prompt, decision, tool calls, the answer streaming) stops the run: the
-/// error is [`Cancelled`] (`recall: stopped`, exit 130), a streamed part of the answer is ended
-/// with a newline, and `--json` prints nothing, since there is no finished turn to report.
-pub fn ask(
-    global: &GlobalArgs,
-    model_args: &ModelArgs,
-    server_args: &ServerArgs,
-    agent_args: &AgentArgs,
-    cache_args: &PromptCacheArgs,
-    question: &str,
-) -> Result<()> {
-    let bench = Workbench::open(global, model_args, server_args)?;
-    let mut session = bench.session(model_args)?;
-    let mut answer_session = bench.session(model_args)?;
-    if let Some(cache) = prompt_cache(cache_args) {
-        // Decision and answer prompts part at the system message: each keeps its own prefix.
-        session.use_prompt_cache(cache.clone());
-        answer_session.use_prompt_cache(cache);
-    }
-    let mut approver = approver(server_args.yes, &bench.interrupt);
-    let mut agent = bench.agent(
-        &mut session,
-        &mut answer_session,
-        approver.as_mut(),
-        bench.agent_options(model_args, agent_args),
-    );
-    let mut conversation = Vec::new();
-    let mut streamed = false;
-    let mut sink = stream_to_stdout(!global.json);
-    let asked = agent.ask(&mut conversation, question, &mut |text| {
-        streamed = true;
-        sink(text)
-    });
-    drop((session, answer_session));
-    let turn = match asked {
-        Ok(turn) => turn,
-        Err(err) => {
-            if streamed && !global.json {
-                // The cut answer's line ends before the error is printed.
-                let _ = writeln!(std::io::stdout());
-            }
-            bench.close();
-            return Err(err.into());
-        }
-    };
-
-    let report = turn_json(&turn, bench.engine.info());
-    if let Some(path) = &global.transcript {
-        write_transcript(path, &conversation, &report)?;
-    }
-    bench.close();
-    let mut out = std::io::stdout().lock();
-    if global.json {
-        writeln!(out, "{report}")?;
-    } else {
-        writeln!(out)?;
-        print_citations(&mut out, &turn.citations)?;
-    }
-    Ok(())
-}
-
-/// The prompt cache the flags ask for: none with `--no-prompt-cache` (or when the platform has
-/// no cache folder), else `--prompt-cache-dir` or the platform's.
-pub fn prompt_cache(args: &PromptCacheArgs) -> Option<PromptCache> {
-    if args.no_prompt_cache {
-        return None;
-    }
-    let dir = args
-        .prompt_cache_dir
-        .clone()
-        .or_else(PromptCache::default_dir);
-    if dir.is_none() {
-        tracing::debug!("no platform cache folder (HOME unset?): no prompt cache");
-    }
-    dir.map(PromptCache::new)
-}
-
 /// The sources after an answer: the ones it cites, or, when it cites none, the ones it was
 /// given, said as such.
 pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io::Result<()> {
@@ -687,76 +416,6 @@ fn ask_line(
         }
     }
     Some(String::from_utf8_lossy(&line).trim().to_lowercase())
-}
-
-/// The `--json` report of one turn.
-pub fn turn_json(turn: &Turn, info: &ModelInfo) -> Value {
-    let steps: Vec<Value> = turn
-        .steps
-        .iter()
-        .map(|s| {
-            let calls: Vec<Value> = s
-                .calls
-                .iter()
-                .map(|c| {
-                    json!({"name": c.name, "arguments": c.arguments, "server": c.server, "ok": c.ok,
-                           "result_chars": c.result_chars, "notes": c.notes,
-                           "ms": c.elapsed.as_millis() as u64})
-                })
-                .collect();
-            json!({
-                "kind": s.kind,
-                "output": s.output,
-                "calls": calls,
-                "timings": timings_json(&s.stats),
-            })
-        })
-        .collect();
-    json!({
-        "answer": turn.answer,
-        "fallback": turn.fallback,
-        "citations": turn.citations,
-        "steps": steps,
-        "model": info.name,
-    })
-}
-
-/// One generation's token counts and times, as `--json` and `--transcript` print them.
-pub fn timings_json(stats: &GenerationStats) -> Value {
-    json!({
-        "prompt_tokens": stats.prompt_tokens,
-        "prompt_tokens_reused": stats.reused_tokens,
-        "prompt_tokens_restored": stats.restored_tokens,
-        "prompt_tokens_evaluated": stats.evaluated_tokens,
-        "generated_tokens": stats.generated_tokens,
-        "prompt_ms": stats.prompt_time.as_millis() as u64,
-        "generation_ms": stats.generation_time.as_millis() as u64,
-    })
-}
-
-/// Appends one JSON line (messages and report) to the `--transcript` file.
-pub fn write_transcript(
-    path: &std::path::Path,
-    conversation: &[Message],
-    report: &Value,
-) -> Result<()> {
-    let messages: Vec<Value> = conversation
-        .iter()
-        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-        .collect();
-    append_transcript(path, &json!({"messages": messages, "run": report}))
-}
-
-/// Appends one JSON line to the `--transcript` file.
-pub fn append_transcript(path: &std::path::Path, entry: &Value) -> Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot write transcript {}", path.display()))?;
-    writeln!(file, "{entry}")
-        .with_context(|| format!("cannot write transcript {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

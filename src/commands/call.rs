@@ -1,0 +1,51 @@
+//! `recall call TOOL 'JSON'`: one tool call that the person typed, its result printed.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cli::{GlobalArgs, ServerArgs};
+use crate::session::start_servers;
+use crate::tool::ToolCall;
+
+/// `recall call TOOL 'JSON'`: one call, its result printed.
+pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str) -> Result<()> {
+    let arguments: Value = serde_json::from_str(arguments)
+        .with_context(|| format!("arguments must be a JSON object, got {arguments:?}"))?;
+    let Value::Object(arguments) = arguments else {
+        anyhow::bail!("arguments must be a JSON object like '{{\"query\": \"bread\"}}'");
+    };
+    let (runtime, manager) = start_servers(args)?;
+    let call = ToolCall {
+        name: tool.to_string(),
+        arguments,
+    };
+    // The person typed this call: approval is for calls the model chooses, so it just runs.
+    let output = runtime.block_on(manager.call(&call));
+    runtime.block_on(manager.shutdown());
+    let mut out = std::io::stdout().lock();
+    if global.json {
+        let json = CallJson {
+            text: &output.text,
+            structured: output.structured.as_ref(),
+            is_error: output.is_error,
+        };
+        writeln!(out, "{}", serde_json::to_string(&json)?)?;
+    } else {
+        writeln!(out, "{}", output.text)?;
+    }
+    if output.is_error {
+        anyhow::bail!("{tool} returned an error");
+    }
+    Ok(())
+}
+
+/// `recall call --json`.
+#[derive(Serialize)]
+struct CallJson<'a> {
+    text: &'a str,
+    structured: Option<&'a Value>,
+    is_error: bool,
+}
