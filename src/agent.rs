@@ -449,7 +449,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let cites = cited_numbers(&answer)
             .iter()
             .any(|n| (1..=given).contains(n));
-        let attribution = if given > 0 && !cites {
+        // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
+        // came from no source: asking which one would only invite a false citation.
+        let attribution = if given > 0 && !cites && !says_notes_lack_it(&answer) {
             self.attribute(messages, &answer, given)?
         } else {
             None
@@ -618,6 +620,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let reserve = DECISION_TOKENS + self.options.answer_tokens + 64;
         Ok(self.model.context_size().saturating_sub(used + reserve))
     }
+}
+
+/// Whether `answer` says the notes do not hold the answer, in the words `prompts/agent/answer.j2`
+/// asks for (or their contraction).
+fn says_notes_lack_it(answer: &str) -> bool {
+    let answer = answer.to_lowercase().replace('\u{2019}', "'");
+    ["notes do not say", "notes don't say"]
+        .iter()
+        .any(|phrase| answer.contains(phrase))
 }
 
 /// What the answer step produced.

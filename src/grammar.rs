@@ -51,12 +51,12 @@ first ::= [^\[<\x00-\x20]
 rest ::= [^\x00]*
 "#;
 
-/// Source numbers in brackets, `[2]` or `[1, 3]` (at most five), each one of `1..=count`: what
-/// the model may reply when asked which sources an uncited answer came from.
+/// Source numbers in brackets, `[2]` or `[1, 3]` (at most five), each one of `1..=count`, or
+/// `none`: what the model may reply when asked which sources an uncited answer came from.
 pub fn citation_gbnf(count: usize) -> String {
     let numbers: Vec<String> = (1..=count.max(1)).map(|n| format!("\"{n}\"")).collect();
     format!(
-        "root ::= \"[\" number (\", \" number){{0,4}} \"]\"\nnumber ::= {}\n",
+        "root ::= \"[\" number (\", \" number){{0,4}} \"]\" | \"none\"\nnumber ::= {}\n",
         numbers.join(" | ")
     )
 }

@@ -285,6 +285,24 @@ fn an_uncited_answer_is_asked_for_its_sources() {
     assert!(grammar.lazy_patterns.is_empty());
 }
 
+/// "The notes do not say" came from no source; "none" names none: both leave the sources
+/// listed as uncited, and the first is never asked at all.
+#[test]
+fn an_answer_from_no_source_gets_no_citation() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(["I have enough.", "The notes do not say."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
+    assert_eq!(model.prompts.len(), 2, "no attribution question");
+    assert_eq!(turn.answer, "The notes do not say.");
+    assert!(turn.citations.iter().all(|c| !c.cited));
+
+    let mut model = ScriptedModel::new(["I have enough.", "It is windy.", "none"], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
+    assert_eq!(model.prompts.len(), 3);
+    assert_eq!(turn.answer, "It is windy.");
+    assert!(turn.citations.iter().all(|c| !c.cited));
+}
+
 #[test]
 fn an_answer_that_cites_is_not_asked_again() {
     let rig = rig(&fixture_vault());

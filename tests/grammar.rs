@@ -383,9 +383,10 @@ fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model:
 }
 
 /// Replies to "which sources did your answer come from?" with 12 sources given.
-const CITATIONS: [&str; 4] = ["[1]", "[12]", "[3, 1]", "[1, 2, 3, 4, 5]"];
-const NOT_CITATIONS: [&str; 8] = [
+const CITATIONS: [&str; 5] = ["[1]", "[12]", "[3, 1]", "[1, 2, 3, 4, 5]", "none"];
+const NOT_CITATIONS: [&str; 9] = [
     "[0]",
+    "none [1]",
     "[13]",
     "[]",
     "1",
