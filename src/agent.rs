@@ -417,10 +417,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             root: ROOT.to_string(),
             lazy_patterns: Vec::new(),
         });
-        let answerer: &mut M = match self.answer_model.as_deref_mut() {
-            Some(model) => model,
-            None => &mut *self.model,
-        };
+        let answerer = self.answerer();
         let mut streamed = String::new();
         let completion = answerer.generate(&prompt.text, &request, &mut |text| {
             streamed.push_str(text);
@@ -494,10 +491,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             root: ROOT.to_string(),
             lazy_patterns: Vec::new(),
         });
-        let model: &mut M = match self.answer_model.as_deref_mut() {
-            Some(model) => model,
-            None => &mut *self.model,
-        };
+        let model = self.answerer();
         let completion =
             match model.generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(())) {
                 Ok(completion) => completion,
@@ -515,6 +509,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             (!named.is_empty() && named.iter().all(|n| (1..=given).contains(n)))
                 .then_some(completion),
         )
+    }
+
+    /// The context answers and attributions run on: the answer model, else the decision one.
+    fn answerer(&mut self) -> &mut M {
+        match self.answer_model.as_deref_mut() {
+            Some(model) => model,
+            None => &mut *self.model,
+        }
     }
 
     fn request(&self, max_tokens: usize) -> GenerateRequest {
