@@ -15,8 +15,10 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use regex::Regex;
 use serde_json::Value;
 
 use crate::engine::{
@@ -259,7 +261,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         for step_index in 0..self.options.max_steps {
             let domains = vault
                 .as_ref()
-                .map(|v| v.reference_domains(sources.references()))
+                .map(|v| {
+                    v.argument_domains(sources.references(), sources.sections(), sources.offsets())
+                })
                 .unwrap_or_default();
             let prompt = self.template.decision(conversation, &tools)?;
             tracing::debug!(target: "recall::prompt", "decision prompt:\n{}", prompt.text);
@@ -324,8 +328,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             steps.push(step("attribute", attribution, Vec::new()));
         }
         conversation.push(Message::assistant(answer.clone()));
+        // An answer that the notes do not say came from no source, whatever number it wrote.
+        let citations = if says_notes_lack_it(&answer) {
+            sources.given()
+        } else {
+            sources.citations(question, &answer)
+        };
         Ok(Turn {
-            citations: sources.citations(&answer),
+            citations,
             answer,
             fallback,
             steps,
@@ -624,13 +634,21 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 }
 
-/// Whether `answer` says the notes do not hold the answer, in the words `prompts/agent/answer.j2`
-/// asks for (or their contraction).
+/// Whether `answer` is that the notes do not hold the answer, in the words
+/// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
+/// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
 fn says_notes_lack_it(answer: &str) -> bool {
+    static SENTENCE_END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?](\s|$)").expect("valid regex"));
     let answer = answer.to_lowercase().replace('\u{2019}', "'");
-    ["notes do not say", "notes don't say"]
+    let says = ["notes do not say", "notes don't say"]
         .iter()
-        .any(|phrase| answer.contains(phrase))
+        .any(|phrase| answer.contains(phrase));
+    let sentences = SENTENCE_END
+        .split(answer.trim())
+        .filter(|s| s.chars().any(char::is_alphabetic))
+        .count();
+    says && sentences <= 1
 }
 
 /// What the answer step produced.
@@ -796,5 +814,17 @@ mod tests {
         assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
         let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
         assert!(!is_looping(prose));
+    }
+
+    #[test]
+    fn only_an_answer_that_is_the_notes_not_saying_counts_as_that() {
+        assert!(says_notes_lack_it("The notes do not say."));
+        assert!(says_notes_lack_it("The notes don\u{2019}t say. [1]"));
+        assert!(says_notes_lack_it("The notes do not say who proposed it"));
+        // Facts first, a missing detail after: an answer like any other.
+        assert!(!says_notes_lack_it(
+            "Cholesterol keeps the membrane fluid when cold. The notes do not say how."
+        ));
+        assert!(!says_notes_lack_it("Room B204 [1]."));
     }
 }

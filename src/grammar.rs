@@ -7,8 +7,8 @@
 //! begins with `[` or `<|python_tag|>` (see [`ToolGrammar::trigger_patterns`]).
 //!
 //! Arguments are held to what the caller knows is valid: integers to the schema's `minimum` and
-//! `maximum`, and any parameter the caller gives a [`ValueDomains`] entry to those exact strings
-//! (note references: only URIs seen in this conversation). [`ANSWER_GBNF`] is the other side:
+//! `maximum`, and any parameter the caller gives a [`ValueDomains`] entry to those exact values
+//! (note references, headings and offsets: only those seen in this conversation). [`ANSWER_GBNF`] is the other side:
 //! an answer that cannot open a call.
 
 use std::collections::{HashMap, HashSet};
@@ -38,10 +38,10 @@ pub struct ToolGrammar {
 /// The start rule's name.
 pub const ROOT: &str = "root";
 
-/// Exact string values allowed for some parameters, by tool name then parameter name. A tool
-/// whose required parameter has an empty domain cannot be called and is left out of the
-/// grammar; an optional parameter with an empty domain is left out of its tool.
-pub type ValueDomains = HashMap<String, HashMap<String, Vec<String>>>;
+/// Exact values allowed for some parameters (strings, integers…), by tool name then parameter
+/// name. A tool whose required parameter has an empty domain cannot be called and is left out
+/// of the grammar; an optional parameter with an empty domain is left out of its tool.
+pub type ValueDomains = HashMap<String, HashMap<String, Vec<Value>>>;
 
 /// A reply that is prose, never a call: after optional whitespace it may not start with `[`
 /// (a call, or a small model copying the numbered source list instead of answering) or `<`
@@ -173,7 +173,7 @@ impl Builder {
 
     /// Adds the rules for one tool; returns its rule name, or `None` when a required parameter
     /// has an empty domain (no valid call exists).
-    fn tool(&mut self, tool: &ToolSpec, domains: &HashMap<String, Vec<String>>) -> Option<String> {
+    fn tool(&mut self, tool: &ToolSpec, domains: &HashMap<String, Vec<Value>>) -> Option<String> {
         let required = tool.required();
         let empty = |p: &str| domains.get(p).is_some_and(Vec::is_empty);
         if required.iter().any(|p| empty(p)) {
@@ -186,10 +186,7 @@ impl Builder {
         let kv = |b: &mut Builder, (param, schema): &(&str, &Value)| -> String {
             let value = match domains.get(*param) {
                 Some(values) => {
-                    let alts: Vec<String> = values
-                        .iter()
-                        .map(|v| python_literal_alts(&Value::from(v.as_str())))
-                        .collect();
+                    let alts: Vec<String> = values.iter().map(python_literal_alts).collect();
                     b.add(&format!("{name}-{param}-known"), alts.join(" | "))
                 }
                 None => b.value(&format!("{name}-{param}"), schema),

@@ -17,6 +17,7 @@ pub mod report;
 pub mod session;
 pub mod sources;
 pub mod study;
+pub mod support;
 pub mod tool;
 pub mod validate;
 pub mod vault;

@@ -329,6 +329,14 @@ pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io:
     }
     for c in citations {
         writeln!(out, "[{}] {}\n    {}", c.number, c.label(), c.link)?;
+        if !c.replaces.is_empty() {
+            let written: Vec<String> = c.replaces.iter().map(|n| format!("[{n}]")).collect();
+            writeln!(
+                out,
+                "    (the answer wrote {}; its words come from this source)",
+                written.join(", ")
+            )?;
+        }
     }
     Ok(())
 }

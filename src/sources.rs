@@ -2,8 +2,9 @@
 //! the model as `[1]`, `[2]` … and turned into citations by the numbers the answer writes.
 //!
 //! A passage returned twice keeps its first number, so numbers are stable across steps. Every
-//! note URI a result mentions (sources, links, backlinks) is remembered: those are the only
-//! references the decision grammar lets the model pass to a tool.
+//! note URI a result mentions (sources, links, backlinks) is remembered, with the headings its
+//! passages sit under and the offsets a paged read says to continue from: those are the only
+//! references, sections and offsets the decision grammar lets the model pass to a tool.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -13,6 +14,7 @@ use obsidian_kb::api;
 use regex::Regex;
 use serde::Serialize;
 
+use crate::support;
 use crate::vault::VaultResult;
 
 /// One numbered source.
@@ -68,6 +70,10 @@ pub struct Citation {
     /// True when the answer cites it; false when the answer cited nothing and this is one of
     /// the sources it was given.
     pub cited: bool,
+    /// The numbers the answer wrote in its place: sources its words do not come from, while
+    /// this one holds them (see [`crate::support`]). Empty when cited as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<usize>,
 }
 
 /// The sources of one turn, in the order they were first returned.
@@ -75,6 +81,8 @@ pub struct Citation {
 pub struct Sources {
     list: Vec<Source>,
     references: Vec<String>,
+    sections: Vec<String>,
+    offsets: Vec<usize>,
 }
 
 impl Citation {
@@ -93,6 +101,17 @@ impl Sources {
     /// Note URIs seen in results so far, in order first seen.
     pub fn references(&self) -> &[String] {
         &self.references
+    }
+
+    /// Headings that passages so far sit under (the last of each heading path: what
+    /// `read_note`'s `section` takes), in order first seen.
+    pub fn sections(&self) -> &[String] {
+        &self.sections
+    }
+
+    /// The `next_offset`s of paged reads so far, in order first seen.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
     }
 
     /// Adds what a vault result carries and returns its text for the model: sources numbered,
@@ -139,6 +158,9 @@ impl Sources {
         });
         let mut text = self.render(n);
         if let Some(next) = out.next_offset {
+            if !self.offsets.contains(&next) {
+                self.offsets.push(next);
+            }
             let _ = write!(
                 text,
                 "\n[{} more characters: read_note(uri=\"{}\", offset={next})]",
@@ -177,6 +199,11 @@ impl Sources {
     /// text, else a new one.
     fn insert(&mut self, mut source: Source) -> usize {
         self.remember(&source.uri);
+        if let Some(heading) = source.heading_path.last()
+            && !self.sections.contains(heading)
+        {
+            self.sections.push(heading.clone());
+        }
         if let Some(known) = self.list.iter().find(|s| {
             s.uri == source.uri && s.heading_path == source.heading_path && s.text == source.text
         }) {
@@ -204,31 +231,56 @@ impl Sources {
         )
     }
 
-    /// The citations for `answer`: the sources it cites by number (`[2]`, `[1, 3]`, `[1][3]`),
-    /// in number order; when it cites none, every source it was given, marked uncited.
-    pub fn citations(&self, answer: &str) -> Vec<Citation> {
-        let cited = cited_numbers(answer);
-        let cited: Vec<&Source> = self
-            .list
-            .iter()
-            .filter(|s| cited.contains(&s.number))
-            .collect();
-        let (chosen, marked) = if cited.is_empty() {
-            (self.list.iter().collect(), false)
-        } else {
-            (cited, true)
-        };
-        chosen
+    /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
+    /// `[1, 3]`, `[1][3]`), checked against the answer's words ([`crate::support`]), in number
+    /// order; when it cites none, every source it was given, marked uncited.
+    pub fn citations(&self, question: &str, answer: &str) -> Vec<Citation> {
+        let written: BTreeSet<usize> = cited_numbers(answer)
             .into_iter()
-            .map(|s| Citation {
-                number: s.number,
-                title: s.title.clone(),
-                heading_path: s.heading_path.clone(),
-                uri: s.uri.clone(),
-                link: s.link.clone(),
-                cited: marked,
+            .filter(|n| (1..=self.list.len()).contains(n))
+            .collect();
+        if written.is_empty() {
+            return self.given();
+        }
+        let evidence = support::evidence(question, answer, &self.list);
+        let checked = support::check(&written, &evidence);
+        if let Some((number, replaced)) = &checked.replaced {
+            tracing::debug!(
+                "the answer cites {replaced:?}, its words come from [{number}]: cited instead"
+            );
+        }
+        self.list
+            .iter()
+            .filter(|s| checked.numbers.contains(&s.number))
+            .map(|s| {
+                let mut citation = self.citation(s, true);
+                if let Some((number, replaced)) = &checked.replaced
+                    && *number == s.number
+                    && !written.contains(number)
+                {
+                    citation.replaces = replaced.iter().copied().collect();
+                }
+                citation
             })
             .collect()
+    }
+
+    /// Every source given, marked uncited: what an answer that cites none, or says the notes
+    /// do not hold the answer, is shown with.
+    pub fn given(&self) -> Vec<Citation> {
+        self.list.iter().map(|s| self.citation(s, false)).collect()
+    }
+
+    fn citation(&self, s: &Source, cited: bool) -> Citation {
+        Citation {
+            number: s.number,
+            title: s.title.clone(),
+            heading_path: s.heading_path.clone(),
+            uri: s.uri.clone(),
+            link: s.link.clone(),
+            cited,
+            replaces: Vec::new(),
+        }
     }
 }
 
@@ -319,6 +371,7 @@ mod tests {
         );
         assert_eq!(sources.list().len(), 3);
         assert_eq!(sources.references(), ["note://Exams", "note://Cells"]);
+        assert_eq!(sources.sections(), ["Midterm", "Parts"]);
     }
 
     #[test]
@@ -329,13 +382,13 @@ mod tests {
             hit("note://B", &[], "b"),
             hit("note://C", &[], "c"),
         ]));
-        let cited = sources.citations("It is a [1] and c [3]. Not [9].");
+        let cited = sources.citations("What?", "It is a [1] and c [3]. Not [9].");
         let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
         assert_eq!(numbers, [1, 3]);
         assert!(cited.iter().all(|c| c.cited));
         assert_eq!(cited[0].heading_path, ["H"]);
 
-        let given = sources.citations("No numbers here.");
+        let given = sources.citations("What?", "No numbers here [9].");
         assert_eq!(given.len(), 3);
         assert!(given.iter().all(|c| !c.cited));
     }

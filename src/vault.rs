@@ -182,17 +182,36 @@ impl VaultTools {
         tools
     }
 
-    /// The grammar domains that hold note-reference parameters to `known` references (the
-    /// URIs this conversation has seen). With none known, those tools cannot be called.
-    pub fn reference_domains(&self, known: &[String]) -> ValueDomains {
+    /// The grammar domains for the decision step: note references held to `references` (the
+    /// URIs this conversation has seen; with none, those tools cannot be called), `read_note`'s
+    /// section to `sections` seen and its offset to `offsets` a paged read gave (each left out
+    /// when none is known), and `max_chars` left out (recall sizes reads to the context itself).
+    /// Small models invent headings and page through notes with made-up offsets; each such
+    /// call fails or repeats and costs a decision step.
+    pub fn argument_domains(
+        &self,
+        references: &[String],
+        sections: &[String],
+        offsets: &[usize],
+    ) -> ValueDomains {
         let mut domains = ValueDomains::new();
+        let strings = |values: &[String]| values.iter().map(|v| Value::from(v.as_str())).collect();
         for (tool, param) in api::NOTE_REFERENCE_PARAMS {
             if let Some(name) = self.name(tool) {
                 domains
                     .entry(name.to_string())
                     .or_default()
-                    .insert(param.to_string(), known.to_vec());
+                    .insert(param.to_string(), strings(references));
             }
+        }
+        if let Some(name) = self.name(api::READ_NOTE) {
+            let read = domains.entry(name.to_string()).or_default();
+            read.insert(api::READ_SECTION.to_string(), strings(sections));
+            read.insert(
+                api::READ_OFFSET.to_string(),
+                offsets.iter().map(|&o| Value::from(o)).collect(),
+            );
+            read.insert(api::READ_MAX_CHARS.to_string(), Vec::new());
         }
         domains
     }

@@ -255,7 +255,7 @@ fn known(uris: &[&str]) -> ValueDomains {
     domains
         .entry("read_note".into())
         .or_default()
-        .insert("uri".into(), uris.iter().map(|u| u.to_string()).collect());
+        .insert("uri".into(), uris.iter().map(|u| json!(u)).collect());
     domains
 }
 
@@ -294,6 +294,48 @@ fn bounds_and_known_references_hold_the_arguments() {
     let g = ToolGrammar::with_domains(&tools, &known(&[])).unwrap();
     assert!(!g.gbnf.contains("read_note("), "{}", g.gbnf);
     assert!(g.gbnf.contains("search_notes("));
+}
+
+#[test]
+fn sections_and_offsets_are_held_to_what_was_seen_and_max_chars_is_left_out() {
+    let tools = vec![spec(
+        "read_note",
+        json!({"type": "object", "properties": {
+            "uri": {"type": "string"},
+            "section": {"type": ["string", "null"]},
+            "offset": {"type": ["integer", "null"], "minimum": 0},
+            "max_chars": {"type": ["integer", "null"], "minimum": 1}
+        }, "required": ["uri"]}),
+    )];
+    let mut domains = known(&["note://A"]);
+    let read = domains.get_mut("read_note").unwrap();
+    read.insert(
+        "section".into(),
+        vec![json!("Goals"), json!("Step 1: set up")],
+    );
+    read.insert("offset".into(), vec![json!(6000)]);
+    read.insert("max_chars".into(), vec![]);
+    let g = ToolGrammar::with_domains(&tools, &domains).unwrap();
+    let rules = parse_gbnf(&g.gbnf);
+    let accepts = |text: &str| {
+        let chars: Vec<char> = text.chars().collect();
+        matches(&rules, &Expr::Rule(g.root.into()), &chars, 0).contains(&chars.len())
+    };
+    for good in [
+        r#"[read_note(uri="note://A")]"#,
+        r#"[read_note(uri="note://A", section="Goals")]"#,
+        r#"[read_note(uri="note://A", section='Step 1: set up', offset=6000)]"#,
+    ] {
+        assert!(accepts(good), "should accept {good}");
+    }
+    for bad in [
+        r#"[read_note(uri="note://A", section="Midterm")]"#,
+        r#"[read_note(uri="note://A", offset=100)]"#,
+        r#"[read_note(uri="note://A", offset="6000")]"#,
+        r#"[read_note(uri="note://A", max_chars=500)]"#,
+    ] {
+        assert!(!accepts(bad), "should reject {bad}");
+    }
 }
 
 #[test]

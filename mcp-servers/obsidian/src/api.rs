@@ -25,6 +25,13 @@ pub const TOOLS_BY_USEFULNESS: [&str; 5] =
 /// Parameters that name a note (`note://` URI, path, name or alias), by tool.
 pub const NOTE_REFERENCE_PARAMS: [(&str, &str); 2] = [(READ_NOTE, "uri"), (GET_LINKS, "uri")];
 
+/// `read_note`'s parameters besides the note reference, as [`ReadParams`] names them.
+pub const READ_SECTION: &str = "section";
+/// See [`READ_SECTION`].
+pub const READ_OFFSET: &str = "offset";
+/// See [`READ_SECTION`].
+pub const READ_MAX_CHARS: &str = "max_chars";
+
 /// Characters `read_note` returns when `max_chars` is not given.
 pub const DEFAULT_READ_CHARS: usize = 6000;
 
@@ -411,5 +418,22 @@ mod tests {
         let p: ReadParams =
             serde_json::from_value(serde_json::json!({"uri": "x", "offset": "12"})).unwrap();
         assert_eq!(p.offset, Some(12));
+    }
+
+    #[test]
+    fn read_parameter_names_are_the_serialized_ones() {
+        let p = ReadParams {
+            uri: "x".into(),
+            section: Some("s".into()),
+            offset: Some(1),
+            max_chars: Some(2),
+        };
+        let value = serde_json::to_value(&p).unwrap();
+        for name in [READ_SECTION, READ_OFFSET, READ_MAX_CHARS] {
+            assert!(
+                value.get(name).is_some(),
+                "{name} is not a read_note parameter"
+            );
+        }
     }
 }

@@ -1,0 +1,180 @@
+//! Which numbered sources an answer's words come from: the check behind citations.
+//!
+//! Small models put the right fact next to the wrong number (a mnemonic found only in source 2,
+//! cited as `[1]`, because `[1]` is what the instruction's example wrote). A citation should name
+//! where the answer came from, so the cited numbers are held against the answer's own words:
+//! the terms it uses that the question did not (stemmed, stop words out, as the vault's search
+//! reads them), each weighted by how few sources hold it. A cited source holding little of that
+//! evidence, beside one holding much, is replaced by the one that holds it. With too little
+//! evidence to judge (a short or paraphrasing answer), the numbers stand as written.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::LazyLock;
+
+use obsidian_kb::search::Tokenizer;
+use regex::Regex;
+
+use crate::sources::Source;
+
+/// Evidence below which the check has no opinion: two terms that only one source holds.
+const MIN_EVIDENCE: f32 = 2.0;
+
+/// A cited source is borne out when it holds at least this share of the best source's evidence.
+const BORNE_OUT_SHARE: f32 = 0.5;
+
+/// The cited numbers after the check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The numbers the citations keep: those the evidence bears out, plus the best-supported
+    /// source when any was dropped.
+    pub numbers: BTreeSet<usize>,
+    /// The number added for the answer's words, with the written numbers it replaces.
+    pub replaced: Option<(usize, BTreeSet<usize>)>,
+}
+
+/// How much of `answer`'s own evidence each source holds, by position in `sources`.
+pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
+    static CITATION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}\]").expect("valid regex"));
+    let mut tokenizer = Tokenizer::default();
+    let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
+    let answer = CITATION.replace_all(answer, " ");
+    let terms: Vec<String> = tokenizer
+        .query_terms(&answer)
+        .into_iter()
+        .filter(|t| !asked.contains(t))
+        .collect();
+    let held: Vec<HashSet<String>> = sources
+        .iter()
+        .map(|s| {
+            let text = format!("{}\n{}", s.label(), s.text);
+            tokenizer.query_terms(&text).into_iter().collect()
+        })
+        .collect();
+    let mut scores = vec![0.0; sources.len()];
+    for term in &terms {
+        let holders: Vec<usize> = (0..sources.len())
+            .filter(|&i| held[i].contains(term))
+            .collect();
+        let weight = 1.0 / holders.len().max(1) as f32;
+        for i in holders {
+            scores[i] += weight;
+        }
+    }
+    scores
+}
+
+/// `cited` held against `evidence` (per source, source `n` at `n - 1`).
+pub fn check(cited: &BTreeSet<usize>, evidence: &[f32]) -> Checked {
+    let unchanged = Checked {
+        numbers: cited.clone(),
+        replaced: None,
+    };
+    let score = |n: usize| evidence.get(n.wrapping_sub(1)).copied().unwrap_or(0.0);
+    // The lowest number among the best: the earlier source on a tie.
+    let Some(best) = (1..=evidence.len()).fold(None, |best: Option<usize>, n| match best {
+        Some(b) if score(b) >= score(n) => Some(b),
+        _ => Some(n),
+    }) else {
+        return unchanged;
+    };
+    if cited.is_empty() || score(best) < MIN_EVIDENCE {
+        return unchanged;
+    }
+    let (kept, dropped): (BTreeSet<usize>, BTreeSet<usize>) = cited
+        .iter()
+        .partition(|&&n| score(n) >= BORNE_OUT_SHARE * score(best));
+    if dropped.is_empty() {
+        return unchanged;
+    }
+    let mut numbers = kept;
+    numbers.insert(best);
+    Checked {
+        numbers,
+        replaced: Some((best, dropped)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(number: usize, title: &str, text: &str) -> Source {
+        Source {
+            number,
+            uri: format!("note://{title}"),
+            title: title.into(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: text.into(),
+        }
+    }
+
+    fn numbers(ns: &[usize]) -> BTreeSet<usize> {
+        ns.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_fact_cited_to_the_wrong_source_moves_to_the_one_that_holds_it() {
+        let sources = [
+            source(
+                1,
+                "Meiosis",
+                "Two divisions make four cells. Crossing over in prophase I.",
+            ),
+            source(
+                2,
+                "Mitosis",
+                "Prophase, metaphase, anaphase, telophase: remember PMAT.",
+            ),
+            source(3, "Index", "Study notes for the course."),
+        ];
+        let question = "What is the memory trick for the stages of cell division?";
+        let answer = "The trick is PMAT: prophase, metaphase, anaphase, telophase. [1]";
+        let evidence = evidence(question, answer, &sources);
+        assert!(evidence[1] > 2.0 * evidence[0], "{evidence:?}");
+        let checked = check(&numbers(&[1]), &evidence);
+        assert_eq!(checked.numbers, numbers(&[2]));
+        assert_eq!(checked.replaced, Some((2, numbers(&[1]))));
+    }
+
+    #[test]
+    fn a_borne_out_citation_stands_and_thin_evidence_changes_nothing() {
+        let sources = [
+            source(
+                1,
+                "Exam Schedule",
+                "Lab practical: Friday 26 April, 13:00, Lab 3.",
+            ),
+            source(2, "Dr Okafor", "Office hours: Tuesdays 14:00-16:00, Lab 3."),
+        ];
+        let question = "When is the hands-on test in the lab?";
+        let answer = "It is on Friday 26 April at 13:00 in Lab 3. [1]";
+        let checked = check(&numbers(&[1]), &evidence(question, answer, &sources));
+        assert_eq!(checked.numbers, numbers(&[1]));
+        assert_eq!(checked.replaced, None);
+        // The same answer cited to the office hours moves to the schedule.
+        let wrong = "It is on Friday 26 April at 13:00 in Lab 3. [2]";
+        let checked = check(&numbers(&[2]), &evidence(question, wrong, &sources));
+        assert_eq!(checked.numbers, numbers(&[1]));
+        // An answer in other words than any source's: no opinion.
+        let vague = "Soon, in the practical room. [2]";
+        let checked = check(&numbers(&[2]), &evidence(question, vague, &sources));
+        assert_eq!(checked.numbers, numbers(&[2]));
+    }
+
+    #[test]
+    fn the_question_own_words_and_citation_marks_are_no_evidence() {
+        let sources = [
+            source(1, "Cells", "Cells hold a nucleus."),
+            source(2, "Notes 2", "The answer is elsewhere."),
+        ];
+        // Every answer word is the question's, or a citation mark naming source 2.
+        let evidence = evidence(
+            "Do cells hold a nucleus?",
+            "Cells hold a nucleus [2].",
+            &sources,
+        );
+        assert_eq!(evidence, [0.0, 0.0]);
+    }
+}
