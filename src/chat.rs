@@ -14,7 +14,7 @@ use rustyline::{Config, DefaultEditor};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{Approver, SYSTEM_PROMPT};
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, RunArgs};
 use crate::engine::ChatModel;
 use crate::engine::llama::Session;
 use crate::prompt::{Message, Role};
@@ -38,13 +38,7 @@ Ask a question about your notes, or:
 Ctrl-C stops an answer; at the prompt it clears the line.";
 
 /// Runs the REPL.
-pub fn run(
-    global: &GlobalArgs,
-    model: &ModelArgs,
-    servers: &ServerArgs,
-    agent: &AgentArgs,
-    resume: Option<&Path>,
-) -> Result<()> {
+pub fn run(global: &GlobalArgs, run: &RunArgs, resume: Option<&Path>) -> Result<()> {
     // A bad --resume file fails before the model loads, not after.
     let conversation = match resume {
         Some(path) => load_file(path)?,
@@ -55,26 +49,24 @@ pub fn run(
     // first (and then rustyline's); installed before it, it would never run, and Ctrl-C during a
     // turn would stop nothing.
     let mut input = Input::open();
-    let bench = match Workbench::open(global, model, servers) {
+    let bench = match Workbench::open(global, run) {
         Ok(bench) => bench,
         Err(err) => {
             input.close();
             return Err(err);
         }
     };
-    let sessions = bench
-        .session(model)
-        .and_then(|s| Ok((s, bench.session(model)?)));
+    let sessions = bench.session().and_then(|s| Ok((s, bench.session()?)));
     let result = sessions.and_then(|(mut session, mut answer_session)| {
         let mut repl = Repl {
             bench: &bench,
             session: &mut session,
             answer_session: &mut answer_session,
-            approver: approver(servers.yes, &bench.interrupt),
+            approver: approver(run.servers.yes, &bench.interrupt),
             conversation,
             global,
-            model,
-            agent,
+            model: &run.model,
+            agent: &run.agent,
         };
         repl.run(&mut input)
     });

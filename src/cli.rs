@@ -145,6 +145,9 @@ pub struct RunArgs {
     /// The agent loop.
     #[command(flatten)]
     pub agent: AgentArgs,
+    /// The prompt cache.
+    #[command(flatten)]
+    pub cache: PromptCacheArgs,
 }
 
 /// What a study command (`summarize`, `quiz`) works on.
@@ -163,8 +166,6 @@ pub enum Command {
         question: String,
         #[command(flatten)]
         run: RunArgs,
-        #[command(flatten)]
-        cache: PromptCacheArgs,
     },
     /// Talk with the vault: a line-editing REPL with history (/tools, /reset, /save, /load, /quit).
     Chat {

@@ -63,32 +63,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             vault,
             embedding_model,
         } => commands::mcp_vault_server(vault, embedding_model),
-        Command::Ask {
-            question,
-            run,
-            cache,
-        } => commands::ask(
-            &global,
-            &run.model,
-            &run.servers,
-            &run.agent,
-            &cache,
-            &question,
-        ),
-        Command::Chat { resume, run } => chat::run(
-            &global,
-            &run.model,
-            &run.servers,
-            &run.agent,
-            resume.as_deref(),
-        ),
-        Command::Summarize { target, run } => study::summarize(
-            &global,
-            &run.model,
-            &run.servers,
-            &run.agent,
-            &target.target,
-        ),
+        Command::Ask { question, run } => commands::ask(&global, &run, &question),
+        Command::Chat { resume, run } => chat::run(&global, &run, resume.as_deref()),
+        Command::Summarize { target, run } => study::summarize(&global, &run, &target.target),
         Command::Quiz {
             target,
             count,
@@ -97,9 +74,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             run,
         } => study::quiz(
             &global,
-            &run.model,
-            &run.servers,
-            &run.agent,
+            &run,
             &study::QuizRequest {
                 target: target.target,
                 count,

@@ -15,10 +15,11 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, ServerArgs};
+use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs};
 use crate::config;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{Engine, LoadOptions, Session, SessionOptions};
+use crate::engine::prompt_cache::PromptCache;
 use crate::engine::{CancellationToken, Cancelled};
 use crate::mcp::{McpManager, ServerStatus};
 use crate::prompt::ChatTemplate;
@@ -187,16 +188,16 @@ pub struct Workbench {
     pub template: ChatTemplate,
     /// Ctrl-C, caught from the moment the servers run.
     pub interrupt: Interrupt,
+    /// Context size and threads of each session.
+    session_options: SessionOptions,
+    /// Where sessions keep their prompts' fixed parts across runs, unless `--no-prompt-cache`.
+    prompt_cache: Option<PromptCache>,
 }
 
 impl Workbench {
     /// Starts the servers and loads the model.
-    pub fn open(
-        global: &GlobalArgs,
-        model_args: &ModelArgs,
-        server_args: &ServerArgs,
-    ) -> Result<Workbench> {
-        Self::open_after(global, model_args, server_args, |_, _| Ok(())).map(|(bench, ())| bench)
+    pub fn open(global: &GlobalArgs, run: &RunArgs) -> Result<Workbench> {
+        Self::open_after(global, run, |_, _| Ok(())).map(|(bench, ())| bench)
     }
 
     /// Starts the servers, runs `first` on them, and only when it succeeds loads the model: a
@@ -205,21 +206,20 @@ impl Workbench {
     /// error is [`Cancelled`] (a model still loading is left to the process's exit).
     pub fn open_after<T>(
         global: &GlobalArgs,
-        model_args: &ModelArgs,
-        server_args: &ServerArgs,
+        run: &RunArgs,
         first: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
     ) -> Result<(Workbench, T)> {
         let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
         // From here on Ctrl-C must not kill recall: the servers would be left without their
         // shutdown (they run in process groups of their own, so the terminal spares them).
         let interrupt = Interrupt::install(&runtime);
-        let manager = start_servers_on(&runtime, server_args)?;
+        let manager = start_servers_on(&runtime, &run.servers)?;
         let token = interrupt.token();
         let loaded = if token.is_cancelled() {
             Err(Cancelled.into())
         } else {
             first(&runtime, &manager)
-                .and_then(|found| Ok((found, load_model_until(model_args, &token)?)))
+                .and_then(|found| Ok((found, load_model_until(&run.model, &token)?)))
         };
         let (found, engine) = match loaded {
             Ok(loaded) => loaded,
@@ -249,16 +249,22 @@ impl Workbench {
             engine,
             template,
             interrupt,
+            session_options: SessionOptions {
+                n_ctx: run.model.ctx,
+                threads: run.model.threads,
+            },
+            prompt_cache: prompt_cache(&run.cache),
         };
         Ok((bench, found))
     }
 
     /// A conversation's context on the model.
-    pub fn session(&self, model_args: &ModelArgs) -> Result<Session<'_>> {
-        Ok(self.engine.session(&SessionOptions {
-            n_ctx: model_args.ctx,
-            threads: model_args.threads,
-        })?)
+    pub fn session(&self) -> Result<Session<'_>> {
+        let mut session = self.engine.session(&self.session_options)?;
+        if let Some(cache) = &self.prompt_cache {
+            session.use_prompt_cache(cache.clone());
+        }
+        Ok(session)
     }
 
     /// An agent on this bench's tools and prompt layout: decisions on `session`, answers on
@@ -424,6 +430,22 @@ fn ask_line(
         }
     }
     Some(String::from_utf8_lossy(&line).trim().to_lowercase())
+}
+
+/// The prompt cache the flags ask for: none with `--no-prompt-cache` (or when the platform has
+/// no cache folder), else `--prompt-cache-dir` or the platform's.
+fn prompt_cache(args: &PromptCacheArgs) -> Option<PromptCache> {
+    if args.no_prompt_cache {
+        return None;
+    }
+    let dir = args
+        .prompt_cache_dir
+        .clone()
+        .or_else(PromptCache::default_dir);
+    if dir.is_none() {
+        tracing::debug!("no platform cache folder (HOME unset?): no prompt cache");
+    }
+    dir.map(PromptCache::new)
 }
 
 #[cfg(test)]

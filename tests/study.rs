@@ -467,3 +467,39 @@ fn the_study_grammars_hold_a_real_generation_to_what_their_parsers_read() {
     assert!(grade.is_some(), "{reply:?}");
     assert!(!why.is_empty(), "{reply:?}");
 }
+
+#[test]
+fn a_second_quiz_run_restores_the_system_prompt_from_the_prompt_cache() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("prompt-cache").display().to_string();
+    let run = |name: &str| -> Value {
+        let transcript = dir.path().join(name).display().to_string();
+        succeeded(&recall_with_model(&[
+            "quiz",
+            "Home",
+            "-n",
+            "1",
+            "--format",
+            "json",
+            "--prompt-cache-dir",
+            &cache,
+            "--transcript",
+            &transcript,
+        ]));
+        let text = std::fs::read_to_string(&transcript).expect("a transcript file");
+        let entry: Value = serde_json::from_str(text.trim()).expect("one JSON line");
+        entry["generations"][0].clone()
+    };
+    let cold = run("cold.jsonl");
+    let warm = run("warm.jsonl");
+    assert_eq!(cold["timings"]["prompt_tokens_restored"], 0, "{cold}");
+    let restored = warm["timings"]["prompt_tokens_restored"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        restored > 20,
+        "the quiz system prompt was not restored: {warm}"
+    );
+    // Greedy, same prompt: the restored state decodes the same reply.
+    assert_eq!(cold["reply"], warm["reply"]);
+}

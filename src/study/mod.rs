@@ -27,7 +27,7 @@ pub use summarize::{parse_summary, summary_grammar};
 pub use target::{SourceNote, gather_notes};
 pub use writer::Grammar;
 
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, QuizFormat, ServerArgs};
+use crate::cli::{GlobalArgs, QuizFormat, RunArgs};
 use crate::engine::GenerateRequest;
 use crate::report::append_transcript;
 use crate::session::Workbench;
@@ -47,32 +47,18 @@ pub struct QuizRequest {
 }
 
 /// `recall summarize`.
-pub fn summarize(
-    global: &GlobalArgs,
-    model_args: &ModelArgs,
-    server_args: &ServerArgs,
-    agent_args: &AgentArgs,
-    target: &str,
-) -> Result<()> {
+pub fn summarize(global: &GlobalArgs, run: &RunArgs, target: &str) -> Result<()> {
     let job = StudyJob {
         command: "summarize",
         target,
         global,
-        model_args,
-        server_args,
-        agent_args,
+        run,
     };
     job.run(|writer, notes| summarize::write_summary(writer, notes, global.json, target))
 }
 
 /// `recall quiz`.
-pub fn quiz(
-    global: &GlobalArgs,
-    model_args: &ModelArgs,
-    server_args: &ServerArgs,
-    agent_args: &AgentArgs,
-    request: &QuizRequest,
-) -> Result<()> {
+pub fn quiz(global: &GlobalArgs, run: &RunArgs, request: &QuizRequest) -> Result<()> {
     if request.count == 0 {
         bail!("--count must be at least 1");
     }
@@ -86,9 +72,7 @@ pub fn quiz(
         command: "quiz",
         target: &request.target,
         global,
-        model_args,
-        server_args,
-        agent_args,
+        run,
     };
     job.run(|writer, notes| quiz::write_quiz(writer, notes, global.json, request))
 }
@@ -98,22 +82,17 @@ struct StudyJob<'a> {
     command: &'static str,
     target: &'a str,
     global: &'a GlobalArgs,
-    model_args: &'a ModelArgs,
-    server_args: &'a ServerArgs,
-    agent_args: &'a AgentArgs,
+    run: &'a RunArgs,
 }
 
 impl StudyJob<'_> {
     /// Starts the servers, gathers the target's notes (before the model loads: a bad target
     /// fails fast), loads the model, runs `write` on a fresh context, and logs its generations.
     fn run(self, write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>) -> Result<()> {
-        let (bench, notes) = Workbench::open_after(
-            self.global,
-            self.model_args,
-            self.server_args,
-            |runtime, host| gather_notes(runtime, host, self.target),
-        )?;
-        let result = bench.session(self.model_args).and_then(|mut session| {
+        let (bench, notes) = Workbench::open_after(self.global, self.run, |runtime, host| {
+            gather_notes(runtime, host, self.target)
+        })?;
+        let result = bench.session().and_then(|mut session| {
             let mut writer = Writer {
                 request: self.request(&bench),
                 model: &mut session,
@@ -139,10 +118,10 @@ impl StudyJob<'_> {
     /// Sampling near greedy: summaries, questions and grades should follow the note, not
     /// wander. Each generation gets its grammar from the caller.
     fn request(&self, bench: &Workbench) -> GenerateRequest {
-        let mut sampling = self.model_args.sampling();
+        let mut sampling = self.run.model.sampling();
         sampling.temperature = sampling.temperature.min(0.3);
         GenerateRequest {
-            max_tokens: self.agent_args.max_tokens,
+            max_tokens: self.run.agent.max_tokens,
             sampling,
             stop: Vec::new(),
             constraint: None,

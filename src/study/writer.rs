@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, GenerateRequest, StopReason};
 use crate::grammar::ROOT;
-use crate::prompt::{ChatTemplate, Message, StudyPrompt};
+use crate::prompt::{ChatTemplate, Message, Prompt, StudyPrompt};
 use crate::report::Timings;
 
 /// Tokens kept free beyond the prompt and the output, for tokenization differences at joins.
@@ -86,10 +86,10 @@ impl Writer<'_> {
         Ok(self.template.study(prompt, vars)?.trim().to_string())
     }
 
-    fn prompt(&self, system: StudyPrompt, user: &str) -> Result<String> {
+    fn prompt(&self, system: StudyPrompt, user: &str) -> Result<Prompt> {
         let system = self.render(system, &json!({}))?;
         let conversation = [Message::system(system), Message::user(user)];
-        Ok(self.template.answer(&conversation)?.text)
+        Ok(self.template.answer(&conversation)?)
     }
 
     /// Tokens `text` takes.
@@ -105,7 +105,7 @@ impl Writer<'_> {
         user: &str,
         reserve: usize,
     ) -> Result<usize> {
-        let overhead = self.count(&self.prompt(system, user)?);
+        let overhead = self.count(&self.prompt(system, user)?.text);
         let context = self.model.context_size();
         let budget =
             context.saturating_sub(overhead + self.request.max_tokens + SLACK_TOKENS + reserve);
@@ -121,7 +121,7 @@ impl Writer<'_> {
 
     /// True when the prompt leaves room for the reply.
     pub(super) fn fits(&self, system: StudyPrompt, user: &str) -> Result<bool> {
-        let tokens = self.count(&self.prompt(system, user)?);
+        let tokens = self.count(&self.prompt(system, user)?.text);
         Ok(tokens + self.request.max_tokens + SLACK_TOKENS <= self.model.context_size())
     }
 
@@ -135,13 +135,16 @@ impl Writer<'_> {
     ) -> Result<Completion> {
         let prompt = self.prompt(system, user)?;
         if self.verbose {
-            eprintln!("recall: prompt\n{prompt}");
+            eprintln!("recall: prompt\n{}", prompt.text);
         }
+        // The system message is the same for every note of a kind (summary, quiz, grade):
+        // the prompt cache keeps its KV state across runs, as it does for `ask`.
         let request = GenerateRequest {
             constraint: Some(grammar.constraint()),
+            stable_prefix: prompt.stable_len,
             ..self.request.clone()
         };
-        let completion = self.model.generate(&prompt, &request, on_text)?;
+        let completion = self.model.generate(&prompt.text, &request, on_text)?;
         if self.verbose {
             eprintln!(
                 "recall: output ({})\n{}",
