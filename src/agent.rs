@@ -322,6 +322,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             fallback,
             completion,
             attribution,
+            notes_lack_it,
         } = answered;
         steps.push(step("answer", &completion, Vec::new()));
         if let Some(attribution) = &attribution {
@@ -329,7 +330,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         }
         conversation.push(Message::assistant(answer.clone()));
         // An answer that the notes do not say came from no source, whatever number it wrote.
-        let citations = if says_notes_lack_it(&answer) {
+        let citations = if notes_lack_it {
             sources.given()
         } else {
             sources.citations(question, &answer)
@@ -450,6 +451,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 fallback: true,
                 completion,
                 attribution: None,
+                notes_lack_it: false,
             });
         }
         let given = sources.list().len();
@@ -458,7 +460,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .any(|n| (1..=given).contains(n));
         // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
         // came from no source: asking which one would only invite a false citation.
-        let attribution = if given > 0 && !cites && !says_notes_lack_it(&answer) {
+        let notes_lack_it = says_notes_lack_it(&answer);
+        let attribution = if given > 0 && !cites && !notes_lack_it {
             self.attribute(messages, &answer, given)?
         } else {
             None
@@ -475,6 +478,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             fallback: false,
             completion,
             attribution,
+            notes_lack_it,
         })
     }
 
@@ -661,6 +665,8 @@ struct Answered {
     completion: Completion,
     /// The attribution step's generation, when it ran and named sources.
     attribution: Option<Completion>,
+    /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
+    notes_lack_it: bool,
 }
 
 /// A decision reply that starts as prose is an answer, not a call: stop it there, since the
