@@ -1,7 +1,7 @@
 //! The `recall` binary end to end: the real SmolLM2 model, the real bundled vault server over
 //! stdio, a real third-party MCP server (mcp-server-time), real files.
 
-mod common;
+use crate::common;
 
 use common::{fixture_vault, recall};
 

@@ -2,7 +2,7 @@
 //! real tokenizer, special tokens, `add_bos_token` and end-of-generation ids. Its text is noise;
 //! its tokens are exactly Llama 3.2's.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

@@ -1,6 +1,6 @@
 //! End-to-end tests: the real `obsidian-kb` binary over stdio, driven by rmcp's client.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

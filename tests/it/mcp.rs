@@ -2,7 +2,7 @@
 //! `@modelcontextprotocol/server-everything` from npm) and the bundled vault server, as real child
 //! processes. Peers come from `scripts/install-peers`; a missing one fails the test, never skips it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

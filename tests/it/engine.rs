@@ -1,6 +1,6 @@
 //! The llama.cpp engine on the real SmolLM2 GGUF: load, stream, stop, KV reuse, grammar.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 

@@ -1,7 +1,7 @@
 //! `recall chat` end to end: the real binary on the real SmolLM2 model and the bundled vault
 //! server, fed from a pipe (so plain lines, no line editor).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! prefix's KV state from disk and decodes the same greedy tokens as a cold one; truncated,
 //! corrupt and foreign files are ignored and rewritten; the size bound evicts the oldest.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! `recall mcp-vault-server` child over stdio) on the fixture vault, and server-everything for a
 //! tool slow enough to interrupt.
 
-mod common;
+use crate::common;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,4 @@
 //! Shared helpers for the integration tests: where the real test models live.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

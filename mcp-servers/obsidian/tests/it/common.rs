@@ -1,7 +1,6 @@
 //! Shared harness for the integration tests: a temp copy of the fixture vault with the nasty
 //! cases git cannot hold (symlinks in and out, a canary outside the vault, a non-UTF-8 name, a
 //! binary `.md`, a 300 KB note), and an MCP client talking to the real `obsidian-kb` binary.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! on the real model through the library. The 135M model writes poor text, so these check
 //! structure (exit status, counts, real sources, parseable output), not quality.
 
-mod common;
+use crate::common;
 
 use common::{fixture_vault, recall};
 

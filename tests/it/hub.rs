@@ -3,7 +3,7 @@
 //! cache layout under `HF_HOME`, a connection dropped mid-download is resumed, and the cached
 //! model then runs with the hub gone.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

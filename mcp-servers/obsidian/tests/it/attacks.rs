@@ -2,7 +2,7 @@
 //! No response may contain a byte of the canary files outside the vault or the absolute temp
 //! path, every note reference must fail cleanly, and the server must keep serving.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! PyPI package), over `tests/semantic-vault`, whose notes share no word with the questions
 //! asked of them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
