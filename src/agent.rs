@@ -749,7 +749,9 @@ fn render_results(calls: &[ToolCall], results: &[ResultText], budget_tokens: usi
     let mut text = String::new();
     for (i, (call, out)) in calls.iter().zip(results).enumerate() {
         if results.len() > 1 {
-            text.push_str(&format!("[{}] {}:\n", i + 1, call.name));
+            // Not `[n]`: vault results hold numbered sources, and a small model cites any
+            // bracketed number it sees.
+            text.push_str(&format!("Result {} ({}):\n", i + 1, call.name));
         }
         if out.is_error {
             text.push_str("Error: ");
@@ -810,6 +812,36 @@ fn quote_sources(sources: &Sources) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_results_are_labelled_without_bracketed_numbers() {
+        let call = |uri: &str| {
+            let mut arguments = serde_json::Map::new();
+            arguments.insert("uri".into(), uri.into());
+            ToolCall {
+                name: "read_note".into(),
+                arguments,
+            }
+        };
+        let result = |text: &str| ResultText {
+            text: text.into(),
+            is_error: false,
+        };
+        let text = render_results(
+            &[call("note://A"), call("note://B")],
+            &[
+                result("[6] A (note://A)\nAlpha."),
+                result("[7] B (note://B)\nBeta."),
+            ],
+            1000,
+        );
+        // `[1]` and `[2]` would read as sources 1 and 2, which these results are not.
+        assert_eq!(
+            text,
+            "Result 1 (read_note):\n[6] A (note://A)\nAlpha.\n\n\
+             Result 2 (read_note):\n[7] B (note://B)\nBeta."
+        );
+    }
 
     #[test]
     fn a_phrase_said_three_times_is_a_loop() {
