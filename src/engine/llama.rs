@@ -7,7 +7,6 @@ use std::io::Read;
 use std::num::NonZeroU32;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use llama_cpp_2::context::LlamaContext;
@@ -90,17 +89,10 @@ pub struct Engine {
     eom: Option<LlamaToken>,
 }
 
-/// llama.cpp's backend may be initialised once per process; tests load several models.
+/// llama.cpp's backend: one per process, shared with the vault server's embedder (which owns
+/// it, see `obsidian_kb::embed::llama_backend`).
 fn backend() -> Result<&'static LlamaBackend, EngineError> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
-    BACKEND
-        .get_or_init(|| {
-            // llama.cpp logs thousands of lines; they belong in the log at debug level.
-            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
-            LlamaBackend::init().map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| EngineError::Backend(e.clone()))
+    obsidian_kb::embed::llama_backend().map_err(EngineError::Backend)
 }
 
 /// Checks the file before llama.cpp sees it, so a wrong file is a clear error and not a crash.

@@ -21,6 +21,14 @@ pub fn smollm2() -> PathBuf {
     )
 }
 
+/// all-MiniLM-L6-v2 as a GGUF: the vault server's embedding model.
+pub fn minilm() -> PathBuf {
+    repo_file(
+        "models/all-MiniLM-L6-v2.gguf",
+        "scripts/fetch-embedding-model",
+    )
+}
+
 /// The tiny random-weight GGUF with Llama 3.2's real vocabulary and special tokens.
 pub fn tiny_llama3() -> PathBuf {
     repo_file(

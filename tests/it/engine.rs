@@ -243,6 +243,22 @@ fn an_oversized_prompt_is_an_error_not_a_crash() {
     );
 }
 
+/// llama.cpp allows one backend per process: the vault server's embedder and recall's engine
+/// share it, so one process can do both (each used to initialise its own; the second failed).
+#[test]
+fn one_process_can_embed_and_generate() {
+    let embedder = obsidian_kb::embed::Embedder::load(&common::minilm(), 1)
+        .expect("the embedding model loads");
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let completion = session
+        .generate(&chatml("Say hi."), &GenerateRequest::new(4), &mut ignore)
+        .unwrap();
+    assert!(completion.stats.generated_tokens > 0);
+    let vector = embedder.embed_query("a pump for the village").unwrap();
+    assert_eq!(vector.len(), embedder.info().dim);
+}
+
 #[test]
 fn bad_model_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -48,8 +48,10 @@ pub enum EmbedError {
     Stopped,
 }
 
-/// llama.cpp's backend may be initialised once per process.
-fn backend() -> Result<&'static LlamaBackend, String> {
+/// llama.cpp's backend, initialised on first use. llama.cpp allows one per process, so this is
+/// the one: recall's engine takes it from here too (a second `LlamaBackend::init` would fail
+/// in a process that both embeds and generates). Its logs go to `tracing`.
+pub fn llama_backend() -> Result<&'static LlamaBackend, String> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -121,7 +123,7 @@ impl Embedder {
             reason,
         };
         let sha256 = file_sha256(path).map_err(|e| fail(e.to_string()))?;
-        let backend = backend().map_err(fail)?;
+        let backend = llama_backend().map_err(fail)?;
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|e| fail(format!("llama.cpp cannot load it ({e})")))?;
         let dim = usize::try_from(model.n_embd_out()).unwrap_or(0);
@@ -217,7 +219,7 @@ fn run(model: LlamaModel, threads: i32, shared: &Shared, ready: mpsc::Sender<Res
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
         .with_embeddings(true);
-    let Ok(backend) = backend() else { return };
+    let Ok(backend) = llama_backend() else { return };
     let mut ctx = match model.new_context(backend, params) {
         Ok(ctx) => ctx,
         Err(e) => {
