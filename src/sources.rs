@@ -6,8 +6,9 @@
 //! passages sit under and the offsets a paged read says to continue from: those are the only
 //! references, sections and offsets the decision grammar lets the model pass to a tool.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use obsidian_kb::api;
@@ -242,24 +243,36 @@ impl Sources {
         if written.is_empty() {
             return self.given();
         }
-        let evidence = support::evidence(question, answer, &self.list);
-        let checked = support::check(&written, &evidence);
-        if let Some((number, replaced)) = &checked.replaced {
-            tracing::debug!(
-                "the answer cites {replaced:?}, its words come from [{number}]: cited instead"
-            );
+        // Each mark is held against the words of its own sentence: a closing `[1, 3]` after a
+        // list of every source vouches for the sentence it ends, not for the whole list.
+        let mut kept = BTreeSet::new();
+        let mut replaced: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        for claim in claims(answer) {
+            let numbers: BTreeSet<usize> = claim
+                .numbers
+                .into_iter()
+                .filter(|n| (1..=self.list.len()).contains(n))
+                .collect();
+            let evidence = support::evidence(question, claim.text, &self.list);
+            let checked = support::check(&numbers, &evidence);
+            if let Some((number, dropped)) = checked.replaced {
+                tracing::debug!(
+                    "{:?} cites {dropped:?}, its words come from [{number}]: cited instead",
+                    claim.text
+                );
+                replaced.entry(number).or_default().extend(dropped);
+            }
+            kept.extend(checked.numbers);
         }
         self.list
             .iter()
-            .filter(|s| checked.numbers.contains(&s.number))
+            .filter(|s| kept.contains(&s.number))
             .map(|s| {
                 let mut citation = self.citation(s, true);
-                if let Some((number, replaced)) = &checked.replaced
-                    && *number == s.number
-                    && !written.contains(number)
-                {
-                    citation.replaces = replaced.iter().copied().collect();
-                }
+                citation.replaces = replaced
+                    .get(&s.number)
+                    .map(|dropped| dropped.iter().copied().collect())
+                    .unwrap_or_default();
                 citation
             })
             .collect()
@@ -286,6 +299,23 @@ impl Sources {
 
 /// The source numbers written in brackets: `[2]`, `[1, 3]`, `[1; 2]`, `[2-4]`, `[source 2]`.
 pub fn cited_numbers(text: &str) -> BTreeSet<usize> {
+    citation_marks(text)
+        .into_iter()
+        .flat_map(|mark| mark.numbers)
+        .collect()
+}
+
+/// One citation mark in an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitationMark {
+    /// Where the mark stands, in bytes.
+    pub span: Range<usize>,
+    /// The numbers it names.
+    pub numbers: BTreeSet<usize>,
+}
+
+/// The citation marks of `text`, in order (see [`cited_numbers`] for the forms read).
+pub fn citation_marks(text: &str) -> Vec<CitationMark> {
     static CITE: LazyLock<Regex> = LazyLock::new(|| {
         // Small models decorate the number: `[source 2]`, `[Note: 1]`.
         Regex::new(
@@ -293,23 +323,73 @@ pub fn cited_numbers(text: &str) -> BTreeSet<usize> {
         )
         .expect("valid regex")
     });
+    CITE.captures_iter(text)
+        .map(|caps| CitationMark {
+            span: caps.get(0).expect("the whole match").range(),
+            numbers: mark_numbers(&caps[1]),
+        })
+        .filter(|mark| !mark.numbers.is_empty())
+        .collect()
+}
+
+/// `2`, `1, 3`, `1; 2`, `2-4` as numbers (a range of at most 20).
+fn mark_numbers(list: &str) -> BTreeSet<usize> {
     let mut numbers = BTreeSet::new();
-    for caps in CITE.captures_iter(text) {
-        for part in caps[1].split([',', ';']) {
-            let bounds: Vec<usize> = part
-                .split(['-', '–'])
-                .filter_map(|n| n.trim().parse().ok())
-                .collect();
-            match bounds.as_slice() {
-                [n] => {
-                    numbers.insert(*n);
-                }
-                [a, b] if a <= b && b - a < 20 => numbers.extend(*a..=*b),
-                _ => {}
+    for part in list.split([',', ';']) {
+        let bounds: Vec<usize> = part
+            .split(['-', '–'])
+            .filter_map(|n| n.trim().parse().ok())
+            .collect();
+        match bounds.as_slice() {
+            [n] => {
+                numbers.insert(*n);
             }
+            [a, b] if a <= b && b - a < 20 => numbers.extend(*a..=*b),
+            _ => {}
         }
     }
     numbers
+}
+
+/// A citation mark with the words it vouches for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim<'a> {
+    /// The sentence the mark closes or stands in.
+    pub text: &'a str,
+    /// The numbers the mark names.
+    pub numbers: BTreeSet<usize>,
+}
+
+/// The claims of `answer`: each citation mark with the sentence it closes or stands in, back
+/// to the previous sentence end or mark. Marks side by side (`[1] [2]`, `[1], [3]`) share one.
+pub fn claims(answer: &str) -> Vec<Claim<'_>> {
+    static SENTENCE_END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?]\s+|\n").expect("valid regex"));
+    let mut claims: Vec<Claim<'_>> = Vec::new();
+    let mut previous_end = 0;
+    for mark in citation_marks(answer) {
+        let between = &answer[previous_end..mark.span.start];
+        previous_end = mark.span.end;
+        let adjacent = between.chars().all(|c| !c.is_alphanumeric());
+        if let Some(last) = claims.last_mut()
+            && adjacent
+        {
+            last.numbers.extend(mark.numbers);
+            continue;
+        }
+        let before = between
+            .trim_end()
+            .trim_end_matches(['.', '!', '?', ':', ';', ','])
+            .trim_end();
+        let start = SENTENCE_END.find_iter(before).last().map_or(0, |m| m.end());
+        claims.push(Claim {
+            text: before[start..].trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, ',' | ';' | ':' | '.')
+            }),
+            numbers: mark.numbers,
+        });
+    }
+    claims
 }
 
 #[cfg(test)]
@@ -342,6 +422,64 @@ mod tests {
             cited_numbers("A [1], b [2, 4] and [3-5][7]; not [x] or [[Note]] or [10000].");
         assert_eq!(numbers.into_iter().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 7]);
         assert!(cited_numbers("[[wiki]] and [text](url)").is_empty());
+    }
+
+    #[test]
+    fn each_mark_vouches_for_the_sentence_it_closes() {
+        let answer = "The trick is PMAT: prophase, telophase. [1] It is in Lab 3 [2], on \
+                      Friday [3] [4].\n\n1. **Cells**: small.\n\nThat is all. [1, 3]";
+        let claims: Vec<(&str, Vec<usize>)> = claims(answer)
+            .into_iter()
+            .map(|c| (c.text, c.numbers.into_iter().collect()))
+            .collect();
+        assert_eq!(
+            claims,
+            [
+                ("The trick is PMAT: prophase, telophase", vec![1]),
+                ("It is in Lab 3", vec![2]),
+                ("on Friday", vec![3, 4]),
+                ("That is all", vec![1, 3]),
+            ]
+        );
+    }
+
+    /// A closing `[1, 3]` after an answer that lists every source vouches for its own
+    /// sentence: the words of the list are no reason to move it to the source with the most
+    /// unusual words. A wrong number in a sentence of its own still moves.
+    #[test]
+    fn citations_are_checked_sentence_by_sentence() {
+        let mut sources = Sources::default();
+        sources.add(&search(vec![
+            hit(
+                "note://Bases",
+                &[],
+                "Bases are database views of your notes.",
+            ),
+            hit(
+                "note://Views",
+                &[],
+                "Sort and filter a view from its toolbar.",
+            ),
+            hit(
+                "note://Core plugins",
+                &[],
+                "Audio recorder, Backlinks, Bookmarks, Canvas, Command palette.",
+            ),
+        ]));
+        let question = "How do I make a table of my notes?";
+        let listed = "1. Bases: database views of your notes.\n2. Views: sort and filter \
+                      from the toolbar.\n3. Core plugins: audio recorder, backlinks, \
+                      bookmarks, canvas and the command palette.\n\nFollow these steps. [1, 2]";
+        let cited = sources.citations(question, listed);
+        let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
+        assert_eq!(numbers, [1, 2]);
+        assert!(cited.iter().all(|c| c.replaces.is_empty()));
+
+        let wrong = "Sort and filter it from the toolbar [1]. Bases are database views [1].";
+        let cited = sources.citations(question, wrong);
+        let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
+        assert_eq!(numbers, [1, 2], "[1] stands for its own sentence");
+        assert_eq!(cited[1].replaces, [1]);
     }
 
     #[test]

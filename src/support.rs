@@ -2,7 +2,8 @@
 //!
 //! Small models put the right fact next to the wrong number (a mnemonic found only in source 2,
 //! cited as `[1]`, because `[1]` is what the instruction's example wrote). A citation should name
-//! where the answer came from, so the cited numbers are held against the answer's own words:
+//! where the answer came from, so each citation mark is held against the words of the sentence
+//! it closes (`sources::claims`):
 //! the terms it uses that the question did not (stemmed, stop words out, as the vault's search
 //! reads them), each weighted by how few sources hold it. A cited source holding little of that
 //! evidence, beside one holding much, is replaced by the one that holds it. With too little
