@@ -59,6 +59,7 @@ pub struct Names {
     by_path: HashMap<String, Vec<u32>>,
     by_name: HashMap<String, Vec<u32>>,
     by_alias: HashMap<String, Vec<u32>>,
+    /// Note id → (folded path, the key as written).
     paths: HashMap<u32, (String, String)>,
     attachments: HashSet<String>,
     attachment_names: HashMap<String, u32>,
@@ -149,6 +150,16 @@ impl Names {
             .collect()
     }
 
+    /// The notes whose folded path ends in `/{tail}` (a partial path such as `b/Note`).
+    fn ending_in(&self, tail: &str) -> Vec<u32> {
+        let suffix = format!("/{tail}");
+        self.paths
+            .iter()
+            .filter(|(_, (folded, _))| folded.ends_with(&suffix))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Picks one of several candidate notes for a link written in `from_folder` (folded):
     /// the one sharing the longest folder prefix, then the shortest path, then by name.
     fn closest(&self, ids: &[u32], from_folder: &str) -> Option<u32> {
@@ -178,16 +189,7 @@ impl Names {
                 .get(&joined)
                 .or_else(|| self.by_path.get(note_p))
                 .and_then(|ids| self.closest(ids, from_folder))
-                .or_else(|| {
-                    let suffix = format!("/{note_p}");
-                    let ids: Vec<u32> = self
-                        .paths
-                        .iter()
-                        .filter(|(_, (k, _))| k.ends_with(&suffix))
-                        .map(|(id, _)| *id)
-                        .collect();
-                    self.closest(&ids, from_folder)
-                })
+                .or_else(|| self.closest(&self.ending_in(note_p), from_folder))
         } else {
             self.by_name
                 .get(note_p)
@@ -257,13 +259,7 @@ impl Names {
                 return Some(pick(ids));
             }
         } else {
-            let suffix = format!("/{p}");
-            let ids: Vec<u32> = self
-                .paths
-                .iter()
-                .filter(|(_, (k, _))| k.ends_with(&suffix))
-                .map(|(id, _)| *id)
-                .collect();
+            let ids = self.ending_in(p);
             if !ids.is_empty() {
                 return Some(pick(&ids));
             }
