@@ -94,10 +94,11 @@ pub struct ServerArgs {
     /// Approve calls to tools of servers not marked readOnly without asking.
     #[arg(long)]
     pub yes: bool,
-    /// The bundled vault server's embedding model (a GGUF such as all-MiniLM-L6-v2), for search
-    /// by meaning as well as by words (default: models/all-MiniLM-L6-v2.gguf when present).
-    #[arg(long, env = "RECALL_EMBEDDING_MODEL", value_name = "GGUF")]
-    pub embedding_model: Option<PathBuf>,
+    /// The bundled vault server's embedding model, for search by meaning as well as by words:
+    /// a GGUF path or hf:OWNER/REPO/FILE.gguf (default: models/all-MiniLM-L6-v2.gguf when
+    /// present).
+    #[arg(long, env = "RECALL_EMBEDDING_MODEL", value_name = "MODEL")]
+    pub embedding_model: Option<String>,
     /// The bundled vault server searches by words alone.
     #[arg(long, conflicts_with = "embedding_model")]
     pub no_embeddings: bool,

@@ -87,18 +87,21 @@ fn load_model_until(args: &ModelArgs, cancel: &CancellationToken) -> Result<Engi
 /// How often blocking waits (a model load, a yes/no answer) look at the Ctrl-C token.
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The bundled vault server's embedding model: the one asked for, else the default file in a
-/// local models folder when there is one, else none (search by words alone).
-fn embedding_model(args: &ServerArgs) -> Option<PathBuf> {
+/// The bundled vault server's embedding model: the one asked for (fetched from the hub if
+/// need be), else the default file in a local models folder when there is one, else none
+/// (search by words alone).
+fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
     if args.no_embeddings {
-        return None;
+        return Ok(None);
     }
-    args.embedding_model.clone().or_else(|| {
-        catalog::local_model_dirs()
-            .into_iter()
-            .map(|dir| dir.join(catalog::DEFAULT_EMBEDDING_MODEL_FILE))
-            .find(|p| p.is_file())
-    })
+    if let Some(name) = &args.embedding_model {
+        let progress = std::io::stderr().is_terminal();
+        return catalog::resolve_embedding_model(name, progress).map(Some);
+    }
+    Ok(catalog::local_model_dirs()
+        .into_iter()
+        .map(|dir| dir.join(catalog::DEFAULT_EMBEDDING_MODEL_FILE))
+        .find(|p| p.is_file()))
 }
 
 /// Starts every configured tool server (concurrently) on a fresh runtime.
@@ -113,7 +116,7 @@ fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Res
     let config = config::load(
         args.config.as_deref(),
         args.vault.as_deref(),
-        embedding_model(args).as_deref(),
+        embedding_model(args)?.as_deref(),
     )?;
     for warning in &config.warnings {
         eprintln!("recall: {warning}");

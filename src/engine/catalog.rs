@@ -70,6 +70,11 @@ pub enum CatalogError {
         /// Known aliases, comma-separated.
         known: String,
     },
+    /// A chat model's alias given as the embedding model.
+    #[error(
+        "'{0}' is a chat model; --embedding-model takes a GGUF embedding model: a path, or hf:OWNER/REPO/FILE.gguf"
+    )]
+    NotAnEmbeddingModel(String),
     /// `hf:` with the wrong shape.
     #[error("bad model reference '{0}': expected hf:OWNER/REPO/FILE.gguf")]
     BadHubRef(String),
@@ -204,6 +209,19 @@ pub fn resolve_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError
         check_sha256(&path, sha)?;
     }
     Ok(path)
+}
+
+/// Resolves an embedding model name: a path to a GGUF, or `hf:OWNER/REPO/FILE.gguf` (fetched
+/// into the shared Hugging Face cache like a chat model, offline once cached). The catalog's
+/// aliases name chat models, so they are refused here rather than loaded as an embedder.
+pub fn resolve_embedding_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError> {
+    if let ModelSource::Hub {
+        expected: Some(_), ..
+    } = parse_model_name(name)?
+    {
+        return Err(CatalogError::NotAnEmbeddingModel(name.to_string()));
+    }
+    resolve_model(name, progress)
 }
 
 fn hub_offline() -> bool {

@@ -31,13 +31,18 @@ struct MockHub {
 impl MockHub {
     /// Serves the test model; the first download response is cut after `cut_after` bytes.
     fn start(cut_after: u64) -> MockHub {
+        MockHub::serve(REPO, &common::smollm2(), Some(cut_after))
+    }
+
+    /// Serves `file` in `repo`, the first response cut after `cut_after` bytes if given.
+    fn serve(repo: &str, file: &Path, cut_after: Option<u64>) -> MockHub {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mock_hub.py");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .arg(REPO)
-            .arg(common::smollm2())
-            .arg("--cut-after")
-            .arg(cut_after.to_string())
+        let mut command = Command::new("python3");
+        command.arg(script).arg(repo).arg(file);
+        if let Some(cut_after) = cut_after {
+            command.arg("--cut-after").arg(cut_after.to_string());
+        }
+        let mut child = command
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the mock hub");
@@ -153,6 +158,55 @@ fn an_unreachable_hub_or_an_offline_miss_is_a_clear_error() {
         assert!(stderr.contains(&format!("{REPO}/{FILE}")), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+/// `--embedding-model hf:…` goes through the same hub code as `--model`: the file lands in the
+/// cache and the vault server searches by meaning with it. A chat model's alias is refused.
+#[test]
+fn an_embedding_model_from_the_hub_reaches_the_vault_server() {
+    const EMBED_REPO: &str = "test/minilm";
+    let home = tempfile::tempdir().unwrap();
+    let model = common::minilm();
+    let hub = MockHub::serve(EMBED_REPO, &model, None);
+    let file = model.file_name().unwrap().to_str().unwrap();
+    let search = |embedding_model: &str| {
+        Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(["--json", "call", "--vault", &common::fixture_vault()])
+            .args(["--embedding-model", embedding_model])
+            .args(["search_notes", r#"{"query": "water pump"}"#])
+            .env_remove("RECALL_EMBEDDING_MODEL")
+            .env_remove("HF_HUB_OFFLINE")
+            .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+            .env("HF_HOME", home.path())
+            .env("HF_ENDPOINT", &hub.endpoint)
+            .output()
+            .expect("recall runs")
+    };
+
+    let output = search(&format!("hf:{EMBED_REPO}/{file}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    // `embedded` is the embedding progress: only a server with a model reports it.
+    assert!(report["structured"]["embedded"].is_object(), "{report}");
+    let cached = home
+        .path()
+        .join("hub/models--test--minilm/snapshots")
+        .join(COMMIT)
+        .join(file);
+    assert!(cached.is_file(), "{} missing", cached.display());
+
+    let refused = search("smollm2-135m");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("'smollm2-135m' is a chat model"),
+        "{stderr}"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
