@@ -1,8 +1,13 @@
-//! The agent loop: retrieve → decide → call → decide … → answer.
+//! The agent loop: retrieve → answer, or (when that answer is that the notes do not say)
+//! retrieve → decide → call → decide … → answer.
 //!
 //! With a vault server, a question starts with a search for the question as asked: its passages
-//! become numbered sources before the model decides anything, so even a small model answers
-//! from the notes. Each decision step then renders the conversation *with* tool schemas and
+//! become numbered sources before the model writes anything, so even a small model answers
+//! from the notes, and it answers from them at once. Only an answer that the notes do not say
+//! is held back from the user: then the model decides whether to look further (measured on 43
+//! questions with a 1.5B model, a decision step before every answer took 47% of the time and
+//! found no gold note that the opening search had not). Without a vault server, or with
+//! `answer_first` off, decisions come first. Each decision step renders the conversation *with* tool schemas and
 //! generates under the tool grammar, whose note references can only be ones already seen;
 //! calls are checked, approved, routed (independent calls run concurrently) and their results
 //! appended as one `ipython` message. When the model answers in text, the step cap is reached,
@@ -60,6 +65,9 @@ pub struct AgentOptions {
     /// Make the first decision a tool call (the grammar then holds from the first token): the
     /// notes are the source of truth, and small models otherwise answer from their own guesses.
     pub tool_first: bool,
+    /// After the opening search, answer at once, and hold a decision step only when the answer
+    /// is that the notes do not say. Off: a decision step before every answer.
+    pub answer_first: bool,
     /// Sampling for both steps.
     pub sampling: Sampling,
     /// Cancelled (by Ctrl-C) to stop the turn wherever it is: the prompt being read, the
@@ -75,6 +83,7 @@ impl Default for AgentOptions {
             answer_tokens: 512,
             grammar: true,
             tool_first: true,
+            answer_first: true,
             sampling: Sampling::default(),
             cancel: CancellationToken::new(),
         }
@@ -258,6 +267,22 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // Small models copy the opening call; repeating it counts as a repeated call.
         signatures.extend(retrieved.as_deref().map(call_signature));
 
+        // Answer first: the passages usually hold the answer, and a decision step costs a
+        // prompt with every schema in it. Only "the notes do not say" is held back from the
+        // user, to let the model look further first.
+        let mut held = None;
+        if retrieved.is_some() && self.options.answer_first {
+            let mut shown = HoldBack::default();
+            let answered = self.answer(conversation, question, &sources, &mut |text| {
+                shown.pass(text, on_text)
+            })?;
+            if !(answered.notes_lack_it && shown.holding()) {
+                return Ok(self.finish(conversation, question, &sources, steps, answered));
+            }
+            held = Some((answered, shown, steps.len()));
+        }
+        let looked_at = conversation.len();
+
         for step_index in 0..self.options.max_steps {
             let domains = vault
                 .as_ref()
@@ -316,7 +341,34 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
         }
 
-        let answered = self.answer(conversation, question, &sources, on_text)?;
+        let answered = match held {
+            // Nothing new was read: the held answer stands (the same prompt would write it
+            // again), shown now.
+            Some((answered, mut shown, _)) if conversation.len() == looked_at => {
+                let _ = shown.release(on_text);
+                answered
+            }
+            held => {
+                // The held answer is replaced; its step stays where it ran.
+                if let Some((first, _, at)) = held {
+                    steps.insert(at, step("answer", &first.completion, Vec::new()));
+                }
+                self.answer(conversation, question, &sources, on_text)?
+            }
+        };
+        Ok(self.finish(conversation, question, &sources, steps, answered))
+    }
+
+    /// The turn after its answer: the answer's steps recorded, the answer kept in the
+    /// conversation, citations read from it.
+    fn finish(
+        &self,
+        conversation: &mut Vec<Message>,
+        question: &str,
+        sources: &Sources,
+        mut steps: Vec<StepRecord>,
+        answered: Answered,
+    ) -> Turn {
         let Answered {
             text: answer,
             fallback,
@@ -335,12 +387,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         } else {
             sources.citations(question, &answer)
         };
-        Ok(Turn {
+        Turn {
             citations,
             answer,
             fallback,
             steps,
-        })
+        }
     }
 
     /// The opening search: the question as asked, through the vault's search tool like any
@@ -645,14 +697,67 @@ fn says_notes_lack_it(answer: &str) -> bool {
     static SENTENCE_END: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[.!?](\s|$)").expect("valid regex"));
     let answer = answer.to_lowercase().replace('\u{2019}', "'");
-    let says = ["notes do not say", "notes don't say"]
+    let says = NOTES_LACK_IT
         .iter()
-        .any(|phrase| answer.contains(phrase));
+        .any(|phrase| answer.contains(phrase.trim_start_matches("the ")));
     let sentences = SENTENCE_END
         .split(answer.trim())
         .filter(|s| s.chars().any(char::is_alphabetic))
         .count();
     says && sentences <= 1
+}
+
+/// The phrases `prompts/agent/answer.j2` asks for when the sources lack the answer, lowercase.
+const NOTES_LACK_IT: [&str; 2] = ["the notes do not say", "the notes don't say"];
+
+/// Holds an answer back from the user while it may still be only "The notes do not say.", so
+/// that such an answer can be replaced by a second look before anyone reads it. Any other
+/// answer is released as soon as it parts from those words.
+#[derive(Default)]
+struct HoldBack {
+    held: String,
+    released: bool,
+}
+
+impl HoldBack {
+    /// Passes `text` on to `on_text`, or holds it.
+    fn pass(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if self.released {
+            return on_text(text);
+        }
+        self.held.push_str(text);
+        if may_be_notes_lack_it(&self.held) {
+            return ControlFlow::Continue(());
+        }
+        self.release(on_text)
+    }
+
+    /// True while text is held back.
+    fn holding(&self) -> bool {
+        !self.released && !self.held.is_empty()
+    }
+
+    /// Shows what is held and passes everything after it on.
+    fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) -> ControlFlow<()> {
+        self.released = true;
+        if self.held.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        on_text(&std::mem::take(&mut self.held))
+    }
+}
+
+/// True while `text` (an answer's start) is, or may still become, an answer that only says
+/// the notes do not say.
+fn may_be_notes_lack_it(text: &str) -> bool {
+    let start = text.trim_start().to_lowercase().replace('\u{2019}', "'");
+    NOTES_LACK_IT.iter().any(|phrase| {
+        phrase.starts_with(&start) || (start.starts_with(phrase) && says_notes_lack_it(text))
+    })
 }
 
 /// What the answer step produced.
@@ -852,6 +957,45 @@ mod tests {
         assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
         let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
         assert!(!is_looping(prose));
+    }
+
+    /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and
+    /// whether it still held text at the end.
+    fn hold(tokens: &[&str]) -> (String, bool) {
+        let mut shown = String::new();
+        let mut hold = HoldBack::default();
+        for token in tokens {
+            let _ = hold.pass(token, &mut |t| {
+                shown.push_str(t);
+                ControlFlow::Continue(())
+            });
+        }
+        (shown, hold.holding())
+    }
+
+    #[test]
+    fn only_the_notes_not_saying_is_held_back_from_the_user() {
+        assert_eq!(
+            hold(&["The", " notes", " don\u{2019}t", " say", "."]),
+            (String::new(), true)
+        );
+        assert_eq!(
+            hold(&["\n", "The notes do not say who"]),
+            (String::new(), true)
+        );
+        // Any other answer shows as soon as it parts from those words.
+        assert_eq!(
+            hold(&["The", " notes", " say", " B204"]),
+            ("The notes say B204".to_string(), false)
+        );
+        assert_eq!(
+            hold(&["The notes do not say.", " But [1]", " names B204."]),
+            (
+                "The notes do not say. But [1] names B204.".to_string(),
+                false
+            )
+        );
+        assert_eq!(hold(&["Room", " B204"]), ("Room B204".to_string(), false));
     }
 
     #[test]

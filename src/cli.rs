@@ -116,6 +116,11 @@ pub struct AgentArgs {
     /// Let the model answer without looking anything up (by default its first step must call a tool).
     #[arg(long)]
     pub tools_optional: bool,
+    /// Hold a decision step (more searches, reads) before every answer; by default the
+    /// answer comes straight after the opening search, and the model decides on more only
+    /// when that answer is that the notes do not say.
+    #[arg(long)]
+    pub decide_first: bool,
     /// Most tokens in the answer.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,

@@ -297,6 +297,7 @@ impl Workbench {
             answer_tokens: agent_args.max_tokens,
             grammar: !agent_args.no_grammar,
             tool_first: !agent_args.tools_optional,
+            answer_first: !agent_args.decide_first,
             sampling: model_args.sampling(),
             cancel: self.interrupt.token(),
         }

@@ -64,6 +64,15 @@ impl Rig {
     }
 }
 
+/// The loop with a decision step before every answer, as `--decide-first` runs it: what the
+/// decision steps do (grammars, calls, repeats, caps) is tested through it.
+fn decide_first() -> AgentOptions {
+    AgentOptions {
+        answer_first: false,
+        ..AgentOptions::default()
+    }
+}
+
 fn ipython_messages(conversation: &[Message]) -> Vec<&str> {
     conversation
         .iter()
@@ -79,11 +88,13 @@ fn call_names(turn: &Turn) -> Vec<&str> {
         .collect()
 }
 
+/// Retrieval first, then the answer at once: one generation, no tool schemas.
 #[test]
-fn retrieval_first_puts_numbered_passages_before_the_first_decision() {
+fn retrieval_first_then_the_answer_from_the_numbered_passages() {
     let rig = rig(&fixture_vault());
-    let mut model = ScriptedModel::new(["I have enough.", "A checklist for the club [1]."], 8192);
+    let mut model = ScriptedModel::new(["A checklist for the club [1]."], 8192);
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    assert_eq!(model.prompts.len(), 1);
 
     // The opening search is the question as asked, recorded as a step of its own.
     assert_eq!(turn.steps[0].kind, "retrieve");
@@ -95,7 +106,7 @@ fn retrieval_first_puts_numbered_passages_before_the_first_decision() {
         conversation[2].content,
         r#"[search_notes(query="launch checklist", limit=5)]"#
     );
-    // The first decision already sees the numbered passages.
+    // The answer step sees the numbered passages.
     let first = &model.prompts[0];
     assert!(first.contains("[1] 🚀 Launch"), "{first}");
     assert!(
@@ -132,8 +143,62 @@ fn retrieval_first_puts_numbered_passages_before_the_first_decision() {
     );
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer"]
+    );
+
+    // With `--decide-first`, the first decision sees the same passages.
+    let mut model = ScriptedModel::new(["I have enough.", "A checklist [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
+    assert!(model.prompts[0].contains("[1] 🚀 Launch"));
+    assert!(model.prompts[0].contains("Here is a list of functions"));
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
         ["retrieve", "decision", "answer"]
     );
+}
+
+/// A passage is one section; the answer may be elsewhere. "The notes do not say" is held back
+/// from the user, the model gets a decision step, and what it reads yields the answer shown.
+#[test]
+fn the_notes_not_saying_is_held_back_while_the_model_looks_further() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            "The notes do not say.",
+            r#"[read_note(uri="note://Projects/Beta")]"#,
+            "I have enough.",
+            "First prototype the valve board [3].",
+        ],
+        8192,
+    );
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Kettleby field trial");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer", "decision", "decision", "answer"]
+    );
+    assert_eq!(turn.steps[1].output, "The notes do not say.");
+    // The decision step had the schemas; the held answer is in no prompt and was never shown
+    // (`rig.ask` checks that what was streamed is the final answer).
+    assert!(model.prompts[1].contains("Here is a list of functions"));
+    assert!(
+        model
+            .prompts
+            .iter()
+            .all(|p| !p.contains("The notes do not say."))
+    );
+    assert!(
+        conversation
+            .iter()
+            .all(|m| m.content != "The notes do not say.")
+    );
+    let read = &turn.steps[2].calls[0];
+    assert!(read.ok && read.name == "read_note");
+    let last = model.prompts.last().unwrap();
+    assert!(last.contains("Prototype the valve board."), "{last}");
+    assert_eq!(turn.answer, "First prototype the valve board [3].");
+    let cited: Vec<_> = turn.citations.iter().filter(|c| c.cited).collect();
+    assert_eq!(cited.len(), 1);
+    assert_eq!(cited[0].uri, "note://Projects/Beta");
 }
 
 #[test]
@@ -147,7 +212,7 @@ fn note_references_are_held_to_uris_already_seen() {
         ],
         8192,
     );
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
     assert_eq!(call_names(&turn), ["search_notes", "get_links"]);
     let grammar = |i: usize| model.constraints[i].as_ref().unwrap().gbnf.clone();
     // Before get_links: read_note and get_links take only the URIs the search returned.
@@ -182,7 +247,7 @@ fn a_note_read_becomes_a_numbered_source_the_answer_can_cite() {
         ],
         8192,
     );
-    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "footnote text");
+    let (turn, conversation) = rig.ask(&mut model, decide_first(), "footnote text");
     assert_eq!(call_names(&turn), ["search_notes", "read_note"]);
     assert!(
         turn.steps
@@ -220,7 +285,7 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
         ],
         8192,
     );
-    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Find the launch.");
+    let (turn, conversation) = rig.ask(&mut model, decide_first(), "Find the launch.");
     let results = ipython_messages(&conversation);
     assert!(
         results[1].starts_with("Error: your tool call could not be read"),
@@ -245,11 +310,7 @@ fn a_malformed_call_is_fed_back_and_the_fixed_call_runs() {
 fn an_uncited_answer_is_asked_for_its_sources() {
     let rig = rig(&fixture_vault());
     let mut model = ScriptedModel::new(
-        [
-            "I have enough.",
-            "The club launches after the checklist is done.",
-            "[1]",
-        ],
+        ["The club launches after the checklist is done.", "[1]"],
         8192,
     );
     // (`Rig::ask` also checks that what was streamed is the answer, numbers included.)
@@ -263,7 +324,7 @@ fn an_uncited_answer_is_asked_for_its_sources() {
     assert!(turn.citations[0].cited && turn.citations[0].uri == "note://🚀 Launch");
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "decision", "answer", "attribute"]
+        ["retrieve", "answer", "attribute"]
     );
 
     // The question follows the answer in the answer's own context, without tool schemas, and
@@ -290,15 +351,24 @@ fn an_uncited_answer_is_asked_for_its_sources() {
 #[test]
 fn an_answer_from_no_source_gets_no_citation() {
     let rig = rig(&fixture_vault());
-    let mut model = ScriptedModel::new(["I have enough.", "The notes do not say."], 8192);
+    // Held back, it gets a decision step; the model reads nothing more, so it stands.
+    let mut model = ScriptedModel::new(["The notes do not say.", "I have enough."], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
-    assert_eq!(model.prompts.len(), 2, "no attribution question");
+    assert_eq!(
+        model.prompts.len(),
+        2,
+        "no attribution question, no second answer"
+    );
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "decision", "answer"]
+    );
     assert_eq!(turn.answer, "The notes do not say.");
     assert!(turn.citations.iter().all(|c| !c.cited));
 
-    let mut model = ScriptedModel::new(["I have enough.", "It is windy.", "none"], 8192);
+    let mut model = ScriptedModel::new(["It is windy.", "none"], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
-    assert_eq!(model.prompts.len(), 3);
+    assert_eq!(model.prompts.len(), 2);
     assert_eq!(turn.answer, "It is windy.");
     assert!(turn.citations.iter().all(|c| !c.cited));
 }
@@ -306,11 +376,11 @@ fn an_answer_from_no_source_gets_no_citation() {
 #[test]
 fn an_answer_that_cites_is_not_asked_again() {
     let rig = rig(&fixture_vault());
-    // A third reply would be the attribution's; there must be none.
-    let mut model = ScriptedModel::new(["I have enough.", "It is in the checklist [1]."], 8192);
+    // A second reply would be the attribution's; there must be none.
+    let mut model = ScriptedModel::new(["It is in the checklist [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
     assert_eq!(turn.answer, "It is in the checklist [1].");
-    assert_eq!(model.prompts.len(), 2);
+    assert_eq!(model.prompts.len(), 1);
 }
 
 #[test]
@@ -326,7 +396,7 @@ fn unknown_tools_and_bad_arguments_come_back_as_errors_the_model_can_fix() {
         ],
         8192,
     );
-    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Delete Home.");
+    let (turn, conversation) = rig.ask(&mut model, decide_first(), "Delete Home.");
     let results = ipython_messages(&conversation);
     assert!(
         results[1].contains("read_note"),
@@ -352,7 +422,7 @@ fn the_same_call_twice_forces_the_answer() {
     let rig = rig(&fixture_vault());
     let call = r#"[read_note(uri="Home")]"#;
     let mut model = ScriptedModel::new([call, call, "Home says hello."], 8192);
-    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "What is in Home?");
+    let (turn, conversation) = rig.ask(&mut model, decide_first(), "What is in Home?");
     assert_eq!(turn.answer, "Home says hello.");
     // The search, two decisions and the answer: the repeated call was not run, nor kept in
     // the conversation for the answer step to copy.
@@ -366,7 +436,7 @@ fn copying_the_opening_search_counts_as_a_repeat() {
     let rig = rig(&fixture_vault());
     let copy = r#"[search_notes(query="launch checklist", limit=5)]"#;
     let mut model = ScriptedModel::new([copy, "A checklist [1]."], 8192);
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
     assert_eq!(turn.steps.len(), 3);
     assert!(turn.steps[1].calls.is_empty(), "the copy was not run");
     assert_eq!(turn.answer, "A checklist [1].");
@@ -380,7 +450,7 @@ fn an_a_b_a_b_cycle_forces_the_answer() {
     let mut model = ScriptedModel::new([a, b, a, b, "Enough."], 8192);
     let options = AgentOptions {
         max_steps: 10,
-        ..AgentOptions::default()
+        ..decide_first()
     };
     let (turn, _) = rig.ask(&mut model, options, "Loop?");
     assert_eq!(turn.answer, "Enough.");
@@ -404,7 +474,7 @@ fn the_step_cap_forces_the_answer() {
     );
     let options = AgentOptions {
         max_steps: 2,
-        ..AgentOptions::default()
+        ..decide_first()
     };
     let (turn, _) = rig.ask(&mut model, options, "Go on forever.");
     assert_eq!(turn.answer, "Capped [1].");
@@ -430,7 +500,7 @@ fn a_long_note_is_paged_by_the_server_to_fit_the_context() {
     );
     let options = AgentOptions {
         answer_tokens: 256,
-        ..AgentOptions::default()
+        ..decide_first()
     };
     let (turn, conversation) = rig.ask(&mut model, options, "a long note");
     // The read asked for 60,000 characters; the agent lowered it to what the context holds.
@@ -471,7 +541,7 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
         .status()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "Still there?");
+    let (turn, _) = rig.ask(&mut model, decide_first(), "Still there?");
     let calls: Vec<_> = turn.steps.iter().flat_map(|s| &s.calls).collect();
     assert_eq!(calls.len(), 3);
     assert!(
@@ -493,7 +563,7 @@ fn a_separate_answer_model_gets_only_answer_prompts() {
         &rig.runtime,
         &rig.template,
         &mut approver,
-        AgentOptions::default(),
+        decide_first(),
     )
     .with_answer_model(&mut answerer);
     let mut conversation = Vec::new();
@@ -569,7 +639,7 @@ fn ctrl_c_during_a_tool_call_ends_the_turn() {
 #[test]
 fn an_empty_answer_quotes_the_best_sources_instead() {
     let rig = rig(&fixture_vault());
-    let mut model = ScriptedModel::new(["I have what I need.", ""], 8192);
+    let mut model = ScriptedModel::new([""], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
     assert!(turn.fallback);
     assert!(

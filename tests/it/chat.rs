@@ -93,7 +93,8 @@ fn ctrl_c_at_a_terminal_stops_one_turn_and_the_server_lives_on() {
         .arg("--vault")
         .arg(root.join("tests/sample-vault"))
         .args(["--temp", "0", "--ctx", "4096", "--max-tokens", "200"])
-        .args(["--max-steps", "1"])
+        // A decision step in every turn: turn 1 is stopped while it reads its prompt.
+        .args(["--max-steps", "1", "--decide-first"])
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
         .env("HF_HUB_OFFLINE", "1")

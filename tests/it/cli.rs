@@ -137,6 +137,8 @@ fn ask_restores_its_prompt_prefixes_from_the_cache_and_answers_the_same() {
             "1",
             "--max-tokens",
             "24",
+            // Both prompt kinds, so both prefixes are cached.
+            "--decide-first",
         ];
         args.extend_from_slice(extra);
         args.push("When is the biology midterm?");
@@ -448,7 +450,9 @@ fn ctrl_c_before_the_first_prompt_stops_ask_and_ends_its_server() {
 
 #[test]
 fn ctrl_c_while_ask_reads_the_decision_prompt_stops_it_with_130() {
-    let mut run = ask_watched(true);
+    let mut command = ask_command(true);
+    command.arg("--decide-first");
+    let mut run = common::Watched::spawn(command);
     run.wait_until("the decision step", |_, err| {
         err.contains("decision prompt:")
     });
