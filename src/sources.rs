@@ -360,33 +360,45 @@ pub struct Claim<'a> {
     pub numbers: BTreeSet<usize>,
 }
 
-/// The claims of `answer`: each citation mark with the sentence it closes or stands in, back
-/// to the previous sentence end or mark. Marks side by side (`[1] [2]`, `[1], [3]`) share one.
+/// The claims of `answer`: each citation mark with the words it vouches for. A mark after
+/// text vouches for the text since the previous mark: its sentence when every sentence has
+/// one, the whole answer for a closing `Sources: [1]` (or the attribution step's numbers). A
+/// mark that starts a line, as in a list of sources, vouches for the rest of its line. Marks
+/// side by side (`[1] [2]`, `[1], [3]`) share one claim.
 pub fn claims(answer: &str) -> Vec<Claim<'_>> {
-    static SENTENCE_END: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?]\s+|\n").expect("valid regex"));
+    let marks = citation_marks(answer);
     let mut claims: Vec<Claim<'_>> = Vec::new();
     let mut previous_end = 0;
-    for mark in citation_marks(answer) {
+    for (i, mark) in marks.iter().enumerate() {
         let between = &answer[previous_end..mark.span.start];
         previous_end = mark.span.end;
+        let line_so_far = answer[..mark.span.start].rsplit('\n').next().unwrap_or("");
+        let starts_line = line_so_far
+            .chars()
+            .all(|c| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '>'));
+        if starts_line {
+            let rest = &answer[mark.span.end..];
+            let next_mark = marks
+                .get(i + 1)
+                .map_or(rest.len(), |m| m.span.start - mark.span.end);
+            let end = rest.find('\n').unwrap_or(rest.len()).min(next_mark);
+            claims.push(Claim {
+                text: rest[..end].trim(),
+                numbers: mark.numbers.clone(),
+            });
+            continue;
+        }
         let adjacent = between.chars().all(|c| !c.is_alphanumeric());
         if let Some(last) = claims.last_mut()
             && adjacent
         {
-            last.numbers.extend(mark.numbers);
+            last.numbers.extend(mark.numbers.iter().copied());
             continue;
         }
-        let before = between
-            .trim_end()
-            .trim_end_matches(['.', '!', '?', ':', ';', ','])
-            .trim_end();
-        let start = SENTENCE_END.find_iter(before).last().map_or(0, |m| m.end());
         claims.push(Claim {
-            text: before[start..].trim_start_matches(|c: char| {
-                c.is_whitespace() || matches!(c, ',' | ';' | ':' | '.')
-            }),
-            numbers: mark.numbers,
+            text: between
+                .trim_matches(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '.')),
+            numbers: mark.numbers.clone(),
         });
     }
     claims
@@ -425,20 +437,35 @@ mod tests {
     }
 
     #[test]
-    fn each_mark_vouches_for_the_sentence_it_closes() {
-        let answer = "The trick is PMAT: prophase, telophase. [1] It is in Lab 3 [2], on \
-                      Friday [3] [4].\n\n1. **Cells**: small.\n\nThat is all. [1, 3]";
-        let claims: Vec<(&str, Vec<usize>)> = claims(answer)
-            .into_iter()
-            .map(|c| (c.text, c.numbers.into_iter().collect()))
-            .collect();
+    fn each_mark_vouches_for_the_text_since_the_previous_one() {
+        let claims = |answer| -> Vec<(&str, Vec<usize>)> {
+            claims(answer)
+                .into_iter()
+                .map(|c| (c.text, c.numbers.into_iter().collect()))
+                .collect()
+        };
         assert_eq!(
-            claims,
+            claims(
+                "The trick is PMAT: prophase, telophase. [1] It is in Lab 3 [2], on Friday \
+                 [3] [4].\n\n1. **Cells**: small.\n\nThat is all. [1, 3]"
+            ),
             [
                 ("The trick is PMAT: prophase, telophase", vec![1]),
                 ("It is in Lab 3", vec![2]),
                 ("on Friday", vec![3, 4]),
-                ("That is all", vec![1, 3]),
+                ("1. **Cells**: small.\n\nThat is all", vec![1, 3]),
+            ]
+        );
+        // A closing mark for the whole answer; a list of sources, each line its own.
+        assert_eq!(
+            claims("Use $$ and LaTeX.\n\nSources: [1]"),
+            [("Use $$ and LaTeX.\n\nSources", vec![1])]
+        );
+        assert_eq!(
+            claims("Put it in snippets.\n\n[1] Settings › Appearance\n- [2] CSS snippets"),
+            [
+                ("Settings › Appearance", vec![1]),
+                ("CSS snippets", vec![2])
             ]
         );
     }

@@ -2,12 +2,12 @@
 //!
 //! Small models put the right fact next to the wrong number (a mnemonic found only in source 2,
 //! cited as `[1]`, because `[1]` is what the instruction's example wrote). A citation should name
-//! where the answer came from, so each citation mark is held against the words of the sentence
-//! it closes (`sources::claims`):
-//! the terms it uses that the question did not (stemmed, stop words out, as the vault's search
-//! reads them), each weighted by how few sources hold it. A cited source holding little of that
-//! evidence, beside one holding much, is replaced by the one that holds it. With too little
-//! evidence to judge (a short or paraphrasing answer), the numbers stand as written.
+//! where the answer came from, so each citation mark is held against the words it vouches for
+//! (`sources::claims`): the terms it uses that the question did not (stemmed, stop words out,
+//! as the vault's search reads them), each weighted by how few sources hold it. A cited source
+//! holding next to none of that evidence, beside one holding much, is replaced by the one that
+//! holds it. With too little evidence to judge (a short or paraphrasing answer), the numbers
+//! stand as written.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
@@ -20,7 +20,8 @@ use crate::sources::Source;
 /// Evidence below which the check has no opinion: two terms that only one source holds.
 const MIN_EVIDENCE: f32 = 2.0;
 
-/// A cited source is borne out when it holds at least this share of the best source's evidence.
+/// A cited source is borne out when it holds at least this share of the best source's evidence,
+/// or [`MIN_EVIDENCE`] itself.
 /// Low on purpose: a long answer shares many plain words with a long, general passage, so only
 /// a source holding next to none of the answer's words is overruled (on the Obsidian help
 /// questions at one half, 1 of 5 replacements moved a fair citation to a general note).
@@ -85,9 +86,11 @@ pub fn check(cited: &BTreeSet<usize>, evidence: &[f32]) -> Checked {
     if cited.is_empty() || score(best) < MIN_EVIDENCE {
         return unchanged;
     }
+    // Overruled only when it holds next to nothing: a source holding real evidence stays cited,
+    // however much more another holds (a long answer may draw on several).
     let (kept, dropped): (BTreeSet<usize>, BTreeSet<usize>) = cited
         .iter()
-        .partition(|&&n| score(n) >= BORNE_OUT_SHARE * score(best));
+        .partition(|&&n| score(n) >= MIN_EVIDENCE || score(n) >= BORNE_OUT_SHARE * score(best));
     if dropped.is_empty() {
         return unchanged;
     }
