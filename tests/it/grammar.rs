@@ -174,7 +174,6 @@ const BAD: [&str; 18] = [
 
 #[test]
 fn llama_cpp_agrees_with_the_grammar() {
-    use llama_cpp_2::llama_backend::LlamaBackend;
     use llama_cpp_2::model::LlamaModel;
     use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::sampling::LlamaSampler;
@@ -185,9 +184,10 @@ fn llama_cpp_agrees_with_the_grammar() {
         std::path::Path::new(path).exists(),
         "{path} is missing: run scripts/make-tiny-llama3-gguf (or scripts/setup) first"
     );
-    let mut backend = LlamaBackend::init().unwrap();
-    backend.void_logs();
-    let model = LlamaModel::load_from_file(&backend, path, &LlamaModelParams::default()).unwrap();
+    // The process's one backend: the engine tests in this binary use it too (a second
+    // `LlamaBackend::init` fails).
+    let backend = obsidian_kb::embed::llama_backend().unwrap();
+    let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default()).unwrap();
     assert!(model.vocab().is_eog(LlamaToken(128009)));
     let g = ToolGrammar::new(&tools()).unwrap();
     let admits = |sampler: LlamaSampler, text: &str| admits(&model, sampler, text);
