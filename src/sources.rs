@@ -243,8 +243,8 @@ impl Sources {
         if written.is_empty() {
             return self.given();
         }
-        // Each mark is held against the words of its own sentence: a closing `[1, 3]` after a
-        // list of every source vouches for the sentence it ends, not for the whole list.
+        // Each mark is held against the words it vouches for (`claims`): its own sentence when
+        // every sentence has a mark, the whole answer for a closing `Sources: [1]`.
         let mut kept = BTreeSet::new();
         let mut replaced: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
         for claim in claims(answer) {
