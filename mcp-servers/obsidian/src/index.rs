@@ -152,21 +152,28 @@ const RRF_K: f32 = 60.0;
 /// 0.16 (the sample vault's office-hours question), while unrelated notes score near 0.
 const MIN_SIMILARITY: f32 = 0.1;
 
+/// A note's second-best passage is shown too when it scores at least this share of its best
+/// (by words): the answer is often in the section beside the one the question's words favour
+/// (the Linux path under "Global settings" next to "Vault settings"). On the Obsidian help
+/// questions this put an answer keyword into the passages of 33 questions where one passage
+/// per note reached 29, for about 1,500 more characters.
+pub const SECOND_PASSAGE_SHARE: f32 = 0.6;
+
 fn rrf(rank: usize) -> f32 {
     1.0 / (RRF_K + rank as f32 + 1.0)
 }
 
 /// One note's standing in the fused ranking.
 #[derive(Debug, Default, Clone, Copy)]
-struct Fused {
+struct Fused<'a> {
     score: f32,
     /// Its rank by words.
     lexical: Option<usize>,
-    /// Its rank by meaning, its best passage then and the note version that was embedded.
-    semantic: Option<(usize, usize, u64)>,
+    /// Its rank by meaning and its passages' similarities.
+    semantic: Option<(usize, &'a NoteMatch)>,
 }
 
-/// A search hit: a note and its passage that best matches the query.
+/// A search hit: a note and its passages that best match the query.
 #[derive(Debug, Clone)]
 pub struct Hit {
     /// Note id.
@@ -178,6 +185,9 @@ pub struct Hit {
     /// The passage text (at most [`api::PASSAGE_CHARS`] characters; empty for a note without
     /// text).
     pub passage: String,
+    /// Another passage of the note that matches the query's words nearly as well (see
+    /// [`SECOND_PASSAGE_SHARE`]): its heading path and text.
+    pub second: Option<(Vec<String>, String)>,
     /// Which ranking found it.
     pub matched: api::Matched,
 }
@@ -656,14 +666,16 @@ impl VaultIndex {
         }
         lexical.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
-        let lexical_hit = |id: u32, score: f32, matched, tok: &mut Tokenizer| {
+        let hit = |id: u32, score: f32, matched, tok: &mut Tokenizer, similarities| {
             let e = self.get(id)?;
-            let (heading_path, passage) = best_passage(e, tok, &terms, &weights);
+            let (first, second) = best_passages(e, tok, &terms, &weights, similarities);
+            let (heading_path, passage) = first.unwrap_or_default();
             Some(Hit {
                 id,
                 score,
                 heading_path,
                 passage,
+                second,
                 matched,
             })
         };
@@ -671,7 +683,7 @@ impl VaultIndex {
             return lexical
                 .into_iter()
                 .take(limit)
-                .filter_map(|s| lexical_hit(s.doc, s.score, api::Matched::Words, &mut tok))
+                .filter_map(|s| hit(s.doc, s.score, api::Matched::Words, &mut tok, None))
                 .collect();
         };
 
@@ -690,7 +702,7 @@ impl VaultIndex {
         for (rank, (id, m)) in by_meaning.take(FUSION_DEPTH).enumerate() {
             let f = fused.entry(id).or_default();
             f.score += rrf(rank);
-            f.semantic = Some((rank, m.passage, m.version));
+            f.semantic = Some((rank, m));
         }
         let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
         for (id, f) in &mut ranked {
@@ -708,28 +720,14 @@ impl VaultIndex {
                     (None, Some(_)) => api::Matched::Meaning,
                     _ => api::Matched::Words,
                 };
-                // The passage comes from whichever ranking placed the note higher; a semantic
-                // passage only if the note is still the text its vectors were made from.
-                if let Some((rank, passage, version)) = f.semantic
-                    && f.lexical.is_none_or(|l| rank < l)
-                {
-                    let e = self.get(id)?;
-                    if e.version == version {
-                        let (heading_path, passage) = e
-                            .passages()
-                            .get(passage)
-                            .map(|p| e.passage_parts(p))
-                            .unwrap_or_default();
-                        return Some(Hit {
-                            id,
-                            score: f.score,
-                            heading_path,
-                            passage,
-                            matched,
-                        });
-                    }
-                }
-                lexical_hit(id, f.score, matched, &mut tok)
+                // Only vectors of the note's current text say anything about its passages.
+                let version = self.get(id)?.version;
+                let similarities = f
+                    .semantic
+                    .map(|(_, m)| m)
+                    .filter(|m| m.version == version)
+                    .map(|m| m.similarities.as_slice());
+                hit(id, f.score, matched, &mut tok, similarities)
             })
             .collect()
     }
@@ -820,26 +818,61 @@ impl VaultIndex {
     }
 }
 
-/// The heading path and text of `e`'s passage that best matches the query `terms` (weighted
-/// by `weights`); empty for a note without text. Passages are cut at query time, for the few
-/// notes shown only, so indexing costs nothing more.
-fn best_passage(
+/// The passage of `e` that best matches the query `terms` (weighted by `weights`), and a second
+/// one that matches its words nearly as well; `None` for a note without passages. Passages are
+/// cut at query time, for the few notes shown only, so indexing costs nothing more.
+///
+/// Words choose where they can: on the Obsidian help questions, the passage the query's words
+/// favour held an answer keyword more often than the one most similar in meaning, or any blend
+/// of the two (measured with all-MiniLM-L6-v2). Meaning chooses only for a note whose passages
+/// share no word with the query (found by meaning, or by its title or tags); without
+/// `similarities` (each passage's, in note order) such a note gives its first passage.
+fn best_passages(
     e: &NoteEntry,
     tok: &mut Tokenizer,
     terms: &[String],
     weights: &[f32],
-) -> (Vec<String>, String) {
+    similarities: Option<&[Option<f32>]>,
+) -> (Option<Passage>, Option<Passage>) {
     let body = e.body();
     let headings = &e.parsed.headings;
     let passages = e.passages();
-    let candidates = passages
-        .iter()
-        .map(|p| (p.heading_path(headings), p.text(body)));
-    match search::best_passage(tok, terms, weights, candidates) {
-        Some(best) => e.passage_parts(&passages[best]),
-        None => (Vec::new(), String::new()),
+    let by_words = search::passage_scores(
+        tok,
+        terms,
+        weights,
+        passages
+            .iter()
+            .map(|p| (p.heading_path(headings), p.text(body))),
+    );
+    let parts = |i: usize| e.passage_parts(&passages[i]);
+    // Best first; ties to the earlier passage.
+    let mut order: Vec<usize> = (0..passages.len()).collect();
+    order.sort_by(|a, b| by_words[*b].total_cmp(&by_words[*a]).then(a.cmp(b)));
+    let Some(&best) = order.first() else {
+        return (None, None);
+    };
+    if by_words[best] > 0.0 {
+        let close = |i: &&usize| {
+            by_words[**i] > 0.0 && by_words[**i] >= SECOND_PASSAGE_SHARE * by_words[best]
+        };
+        let second = order.get(1).filter(close).map(|&i| parts(i));
+        return (Some(parts(best)), second);
     }
+    let by_meaning = similarities
+        .filter(|s| s.len() == passages.len())
+        .and_then(|s| {
+            s.iter()
+                .enumerate()
+                .filter_map(|(i, x)| Some((i, (*x)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+        })
+        .map(|(i, _)| i);
+    (Some(parts(by_meaning.unwrap_or(0))), None)
 }
+
+/// A passage as shown: its heading path and text.
+type Passage = (Vec<String>, String);
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.
 fn folder_filter(f: &str) -> String {

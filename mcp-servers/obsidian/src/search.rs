@@ -545,18 +545,17 @@ const PASSAGE_B: f32 = 0.3;
 /// heading or of more of the query's words still wins by far more than this.
 const PASSAGE_POSITION_DISCOUNT: f32 = 0.2;
 
-/// Which of one document's passages best matches the query `terms`, each weighted by
+/// How well each of one document's passages matches the query `terms`, each weighted by
 /// `weights` (the index's [`SearchIndex::idf`], so rare words count more): BM25 over the
 /// passage text plus its heading path, times the share of distinct terms matched, discounted
 /// a little the later the passage comes. Each passage is its heading texts and its text, in
-/// document order. Ties go to the earlier passage, so a document matched only by its title or
-/// tags gives its first passage. `None` when there are no passages.
-pub fn best_passage<'a, H>(
+/// document order; the scores are in the same order.
+pub fn passage_scores<'a, H>(
     tok: &mut Tokenizer,
     terms: &[String],
     weights: &[f32],
     passages: impl IntoIterator<Item = (H, &'a str)>,
-) -> Option<usize>
+) -> Vec<f32>
 where
     H: IntoIterator<Item = &'a str>,
 {
@@ -583,13 +582,13 @@ where
         counted.push((tf, text.len()));
     }
     if counted.is_empty() {
-        return None;
+        return Vec::new();
     }
     let avg =
         (counted.iter().map(|(_, l)| *l).sum::<usize>() as f32 / counted.len() as f32).max(1.0);
     let q = terms.len().max(1) as f32;
     let n = counted.len() as f32;
-    let mut best = (0, f32::MIN);
+    let mut scores = Vec::with_capacity(counted.len());
     for (k, (tf, len)) in counted.iter().enumerate() {
         let norm = 1.0 - PASSAGE_B + PASSAGE_B * *len as f32 / avg;
         let mut score = 0.0;
@@ -600,14 +599,13 @@ where
                 matched += 1;
             }
         }
-        let score = score
-            * (0.5 + 0.5 * matched as f32 / q)
-            * (1.0 - PASSAGE_POSITION_DISCOUNT * k as f32 / n);
-        if score > best.1 {
-            best = (k, score);
-        }
+        scores.push(
+            score
+                * (0.5 + 0.5 * matched as f32 / q)
+                * (1.0 - PASSAGE_POSITION_DISCOUNT * k as f32 / n),
+        );
     }
-    Some(best.0)
+    scores
 }
 
 #[cfg(test)]
@@ -685,7 +683,7 @@ mod tests {
     }
 
     #[test]
-    fn best_passage_weighs_rare_terms_headings_and_keeps_the_earlier_on_ties() {
+    fn passage_scores_weigh_rare_terms_headings_and_favour_the_earlier_on_ties() {
         let mut tok = Tokenizer::default();
         let mut idx = SearchIndex::default();
         // "pump" is in every document, "valve" in one: valve is the rarer, weightier word.
@@ -697,25 +695,22 @@ mod tests {
         let w: Vec<f32> = q.iter().map(|t| idx.idf(t)).collect();
         assert!(w[1] > w[0] && idx.idf("absent") == 0.0, "{w:?}");
         let p = |h: &[&'static str], t: &'static str| (h.to_vec(), t);
-        let passages = [
+        let mut scores = |passages: &[(Vec<&'static str>, &'static str)]| {
+            passage_scores(&mut tok, &q, &w, passages.iter().cloned())
+        };
+        let s = scores(&[
             p(&[], "The pump pumps; pumping all day."),
             p(&[], "A valve."),
             p(&[], "The pump and its valve."),
-        ];
-        assert_eq!(best_passage(&mut tok, &q, &w, passages.clone()), Some(2));
-        let two = passages[..2].to_vec();
-        assert_eq!(best_passage(&mut tok, &q, &w, two), Some(1));
+        ]);
+        assert!(s[2] > s[1] && s[1] > s[0], "{s:?}");
         // A match in the heading path counts: both passages now hold both words.
-        let passages = [p(&[], "pump valve"), p(&["Valves"], "pump")];
-        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(1));
-        // No match anywhere, or equal matches: the first passage.
-        let passages = [p(&[], "nothing"), p(&[], "here")];
-        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(0));
-        let passages = [p(&[], "a pump"), p(&[], "a pump")];
-        assert_eq!(best_passage(&mut tok, &q, &w, passages), Some(0));
-        assert_eq!(
-            best_passage(&mut tok, &q, &w, Vec::<(Vec<&str>, &str)>::new()),
-            None
-        );
+        let s = scores(&[p(&[], "pump valve"), p(&["Valves"], "pump")]);
+        assert!(s[1] > s[0], "{s:?}");
+        // No match anywhere scores nothing; of equal matches the earlier scores higher.
+        assert_eq!(scores(&[p(&[], "nothing"), p(&[], "here")]), [0.0, 0.0]);
+        let s = scores(&[p(&[], "a pump"), p(&[], "a pump")]);
+        assert!(s[0] > s[1] && s[1] > 0.0, "{s:?}");
+        assert!(scores(&[]).is_empty());
     }
 }

@@ -54,6 +54,9 @@ pub struct NoteMatch {
     pub score: f32,
     /// Which passage (index into the note's passages).
     pub passage: usize,
+    /// Cosine similarity of each of the note's passages, in note order (`None` where a
+    /// passage has no vector yet), so a caller can weigh meaning against words per passage.
+    pub similarities: Vec<Option<f32>>,
     /// The note version the passage was cut from.
     pub version: u64,
 }
@@ -103,13 +106,16 @@ impl VectorStore {
             if !keep(rel) {
                 continue;
             }
+            let similarities: Vec<Option<f32>> = note
+                .passages
+                .iter()
+                .map(|h| self.vectors.get(h).map(|v| dot(query, v)))
+                .collect();
             let mut best: Option<(usize, f32)> = None;
-            for (i, h) in note.passages.iter().enumerate() {
-                let Some(v) = self.vectors.get(h) else {
-                    continue;
-                };
-                let score = dot(query, v);
-                if best.is_none_or(|(_, s)| score > s) {
+            for (i, score) in similarities.iter().enumerate() {
+                if let Some(score) = *score
+                    && best.is_none_or(|(_, s)| score > s)
+                {
                     best = Some((i, score));
                 }
             }
@@ -119,6 +125,7 @@ impl VectorStore {
                     score,
                     passage,
                     version: note.version,
+                    similarities,
                 });
             }
         }
@@ -317,6 +324,7 @@ mod tests {
         assert_eq!(ranked[0].passage, 1);
         assert_eq!(ranked[1].rel, "b.md");
         assert_eq!(ranked[1].passage, 0);
+        assert_eq!(ranked[1].similarities, vec![Some(0.8), None]);
         assert_eq!(s.progress(), (3, 4));
         let ranked = s.rank(&[0.0, 1.0], |rel| rel == "b.md");
         assert_eq!(ranked.len(), 1);
