@@ -277,7 +277,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 shown.pass(text, on_text)
             })?;
             if !(answered.notes_lack_it && shown.holding()) {
-                return Ok(self.finish(conversation, question, &sources, steps, answered));
+                return Ok(finish(conversation, question, &sources, steps, answered));
             }
             held = Some((answered, shown, steps.len()));
         }
@@ -356,43 +356,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 self.answer(conversation, question, &sources, on_text)?
             }
         };
-        Ok(self.finish(conversation, question, &sources, steps, answered))
-    }
-
-    /// The turn after its answer: the answer's steps recorded, the answer kept in the
-    /// conversation, citations read from it.
-    fn finish(
-        &self,
-        conversation: &mut Vec<Message>,
-        question: &str,
-        sources: &Sources,
-        mut steps: Vec<StepRecord>,
-        answered: Answered,
-    ) -> Turn {
-        let Answered {
-            text: answer,
-            fallback,
-            completion,
-            attribution,
-            notes_lack_it,
-        } = answered;
-        steps.push(step("answer", &completion, Vec::new()));
-        if let Some(attribution) = &attribution {
-            steps.push(step("attribute", attribution, Vec::new()));
-        }
-        conversation.push(Message::assistant(answer.clone()));
-        // An answer that the notes do not say came from no source, whatever number it wrote.
-        let citations = if notes_lack_it {
-            sources.given()
-        } else {
-            sources.citations(question, &answer)
-        };
-        Turn {
-            citations,
-            answer,
-            fallback,
-            steps,
-        }
+        Ok(finish(conversation, question, &sources, steps, answered))
     }
 
     /// The opening search: the question as asked, through the vault's search tool like any
@@ -780,6 +744,41 @@ fn stop_if_prose(reply: &str) -> ControlFlow<()> {
     match reply_start(reply) {
         ReplyStart::Text => ControlFlow::Break(()),
         ReplyStart::Call | ReplyStart::Undecided => ControlFlow::Continue(()),
+    }
+}
+
+/// The turn after its answer: the answer's steps recorded, the answer kept in the
+/// conversation, citations read from it.
+fn finish(
+    conversation: &mut Vec<Message>,
+    question: &str,
+    sources: &Sources,
+    mut steps: Vec<StepRecord>,
+    answered: Answered,
+) -> Turn {
+    let Answered {
+        text: answer,
+        fallback,
+        completion,
+        attribution,
+        notes_lack_it,
+    } = answered;
+    steps.push(step("answer", &completion, Vec::new()));
+    if let Some(attribution) = &attribution {
+        steps.push(step("attribute", attribution, Vec::new()));
+    }
+    conversation.push(Message::assistant(answer.clone()));
+    // An answer that the notes do not say came from no source, whatever number it wrote.
+    let citations = if notes_lack_it {
+        sources.given()
+    } else {
+        sources.citations(question, &answer)
+    };
+    Turn {
+        citations,
+        answer,
+        fallback,
+        steps,
     }
 }
 

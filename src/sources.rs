@@ -242,23 +242,17 @@ impl Sources {
     /// `[1, 3]`, `[1][3]`), checked against the answer's words ([`crate::support`]), in number
     /// order; when it cites none, every source it was given, marked uncited.
     pub fn citations(&self, question: &str, answer: &str) -> Vec<Citation> {
-        let written: BTreeSet<usize> = cited_numbers(answer)
-            .into_iter()
-            .filter(|n| (1..=self.list.len()).contains(n))
-            .collect();
-        if written.is_empty() {
+        let in_range = |n: &usize| (1..=self.list.len()).contains(n);
+        let claims = claims(answer);
+        if !claims.iter().flat_map(|c| &c.numbers).any(in_range) {
             return self.given();
         }
         // Each mark is held against the words it vouches for (`claims`): its own sentence when
         // every sentence has a mark, the whole answer for a closing `Sources: [1]`.
         let mut kept = BTreeSet::new();
         let mut replaced: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-        for claim in claims(answer) {
-            let numbers: BTreeSet<usize> = claim
-                .numbers
-                .into_iter()
-                .filter(|n| (1..=self.list.len()).contains(n))
-                .collect();
+        for claim in claims {
+            let numbers: BTreeSet<usize> = claim.numbers.into_iter().filter(in_range).collect();
             let evidence = support::evidence(question, claim.text, &self.list);
             let checked = support::check(&numbers, &evidence);
             if let Some((number, dropped)) = checked.replaced {
