@@ -1,46 +1,7 @@
 //! Cutting a note's text into pieces that each fit a prompt, at headings and blank lines where
 //! possible, and naming the heading each piece starts under. Pure: tested without a model.
 
-#[derive(Clone, Copy)]
-enum Unit {
-    Block,
-    Line,
-    Word,
-    Piece,
-}
-
-impl Unit {
-    fn finer(self) -> Option<Unit> {
-        match self {
-            Unit::Block => Some(Unit::Line),
-            Unit::Line => Some(Unit::Word),
-            Unit::Word => Some(Unit::Piece),
-            Unit::Piece => None,
-        }
-    }
-
-    fn separator(self) -> &'static str {
-        match self {
-            Unit::Block => "\n\n",
-            Unit::Line => "\n",
-            Unit::Word => " ",
-            Unit::Piece => "",
-        }
-    }
-
-    fn split(self, text: &str) -> Vec<String> {
-        match self {
-            Unit::Block => blocks(text),
-            Unit::Line => text.lines().map(str::to_string).collect(),
-            Unit::Word => text.split_whitespace().map(str::to_string).collect(),
-            // A "word" too long for a chunk (a data blob): cut it into short runs of characters.
-            Unit::Piece => {
-                let chars: Vec<char> = text.chars().collect();
-                chars.chunks(32).map(|c| c.iter().collect()).collect()
-            }
-        }
-    }
-}
+use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter};
 
 /// The text of a Markdown ATX heading line (`## Goals` → `Goals`); `None` for any other line.
 fn heading(line: &str) -> Option<&str> {
@@ -74,36 +35,24 @@ pub fn blocks(text: &str) -> Vec<String> {
     blocks
 }
 
-/// Splits `text` into chunks that each satisfy `fits`, cutting at headings and blank lines
-/// where possible, then at line ends, then between words, and inside a word only as a last
-/// resort. A chunk fails `fits` only when a run of 32 characters does.
-pub fn chunk_text(text: &str, fits: &dyn Fn(&str) -> bool) -> Vec<String> {
-    let mut chunks = Vec::new();
-    pack(Unit::Block.split(text), Unit::Block, fits, &mut chunks);
-    chunks
+/// Splits `text` into chunks of at most `budget` by `size` (the model's tokens), the largest
+/// Markdown units that fit: sections, then blocks, lines, sentences, words, and inside a word
+/// only as a last resort (`text-splitter`'s Markdown splitter). Chunks are trimmed; a chunk
+/// exceeds the budget only when one character does.
+pub fn chunk_text(text: &str, budget: usize, size: &dyn Fn(&str) -> usize) -> Vec<String> {
+    let config = ChunkConfig::new(budget.max(1)).with_sizer(Sizer(size));
+    MarkdownSplitter::new(config)
+        .chunks(text)
+        .map(str::to_string)
+        .collect()
 }
 
-fn pack(units: Vec<String>, unit: Unit, fits: &dyn Fn(&str) -> bool, out: &mut Vec<String>) {
-    let mut current = String::new();
-    for piece in units {
-        if !current.is_empty() {
-            let candidate = format!("{current}{}{piece}", unit.separator());
-            if fits(&candidate) {
-                current = candidate;
-                continue;
-            }
-            out.push(std::mem::take(&mut current));
-        }
-        if fits(&piece) {
-            current = piece;
-        } else if let Some(finer) = unit.finer() {
-            pack(finer.split(&piece), finer, fits, out);
-        } else {
-            out.push(piece);
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
+/// A chunk's size as the caller measures it.
+struct Sizer<'a>(&'a dyn Fn(&str) -> usize);
+
+impl ChunkSizer for Sizer<'_> {
+    fn size(&self, chunk: &str) -> usize {
+        (self.0)(chunk)
     }
 }
 
@@ -138,17 +87,20 @@ pub fn headings(chunks: &[String]) -> Vec<Option<String>> {
 mod tests {
     use super::*;
 
+    fn chars(t: &str) -> usize {
+        t.chars().count()
+    }
+
     #[test]
     fn short_text_is_one_chunk() {
         let text = "# Title\n\nOne paragraph.";
-        assert_eq!(chunk_text(text, &|_| true), vec![text.to_string()]);
+        assert_eq!(chunk_text(text, 100, &chars), vec![text.to_string()]);
     }
 
     #[test]
     fn chunks_cut_at_headings_and_blank_lines_and_fit() {
         let text = "# One\nalpha beta\n\ngamma delta\n## Two\nepsilon zeta\n\neta theta";
-        let fits = |t: &str| t.len() <= 30;
-        let chunks = chunk_text(text, &fits);
+        let chunks = chunk_text(text, 30, &chars);
         assert_eq!(
             chunks,
             vec![
@@ -156,7 +108,6 @@ mod tests {
                 "## Two\nepsilon zeta\n\neta theta"
             ]
         );
-        assert!(chunks.iter().all(|c| fits(c)));
     }
 
     #[test]
@@ -164,9 +115,8 @@ mod tests {
         let long_line = "word ".repeat(20);
         let blob = "x".repeat(100);
         let text = format!("first line\nsecond line\n{long_line}\n\n{blob}");
-        let fits = |t: &str| t.chars().count() <= 40;
-        let chunks = chunk_text(&text, &fits);
-        assert!(chunks.iter().all(|c| fits(c)), "{chunks:?}");
+        let chunks = chunk_text(&text, 40, &chars);
+        assert!(chunks.iter().all(|c| chars(c) <= 40), "{chunks:?}");
         assert_eq!(chunks[0], "first line\nsecond line");
         let words: usize = chunks.iter().map(|c| c.matches("word").count()).sum();
         assert_eq!(words, 20);
@@ -175,14 +125,24 @@ mod tests {
     }
 
     #[test]
+    fn a_code_block_is_kept_whole_when_it_fits() {
+        let text = "Intro.\n\n```\nfn a() {}\n\nfn b() {}\n```\n\nAfter the code.";
+        let chunks = chunk_text(text, 30, &chars);
+        assert!(
+            chunks.contains(&"```\nfn a() {}\n\nfn b() {}\n```".to_string()),
+            "{chunks:?}"
+        );
+    }
+
+    #[test]
     fn empty_text_has_no_chunks() {
-        assert!(chunk_text("\n\n  \n", &|_| true).is_empty());
+        assert!(chunk_text("\n\n  \n", 100, &chars).is_empty());
     }
 
     #[test]
     fn each_chunk_is_named_by_the_heading_it_starts_under() {
         let text = "Intro line.\n\n# One\nalpha beta gamma\n\ndelta epsilon\n## Two ##\nzeta eta\n\n#tag is not a heading";
-        let chunks = chunk_text(text, &|t: &str| t.len() <= 24);
+        let chunks = chunk_text(text, 24, &chars);
         assert_eq!(
             chunks,
             vec![

@@ -241,7 +241,7 @@ impl<'w, 'a> Asker<'w, 'a> {
             };
             let frame = writer.render(StudyPrompt::QuizNote, &vars)?;
             let budget = writer.text_budget(StudyPrompt::Quiz, &frame, RETRY_RESERVE)?;
-            let chunks = chunk_text(&note.content, &|text| writer.count(text) <= budget);
+            let chunks = chunk_text(&note.content, budget, &|text| writer.count(text));
             let passages = passages(note, chunks);
             pieces.push(passages);
         }

@@ -137,7 +137,7 @@ impl Summarizer<'_, '_> {
         }
         let frame = self.writer.render(StudyPrompt::Note, &vars("", 999, 999))?;
         let budget = self.writer.text_budget(StudyPrompt::Summarize, &frame, 0)?;
-        let chunks = chunk_text(&note.content, &|text| self.writer.count(text) <= budget);
+        let chunks = chunk_text(&note.content, budget, &|text| self.writer.count(text));
         let total = chunks.len();
         let mut summaries = Vec::new();
         for (i, chunk) in chunks.iter().enumerate() {
@@ -164,7 +164,7 @@ impl Summarizer<'_, '_> {
             }
             let frame = self.writer.render(StudyPrompt::CombineUser, &vars(""))?;
             let budget = self.writer.text_budget(StudyPrompt::Combine, &frame, 0)?;
-            let groups = chunk_text(&joined, &|text| self.writer.count(text) <= budget);
+            let groups = chunk_text(&joined, budget, &|text| self.writer.count(text));
             if groups.len() >= parts.len() {
                 bail!(
                     "{} partial summaries of {title} do not fit the context together; raise \
