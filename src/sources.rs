@@ -130,27 +130,21 @@ impl Sources {
         if out.hits.is_empty() {
             return "No passage matches. Try other words.".to_string();
         }
-        // Each passage is a source of its own, a hit's second passage right after its first.
-        let mut rendered = Vec::new();
-        for hit in &out.hits {
-            let second = hit
-                .second_passage
-                .as_ref()
-                .map(|p| (&p.heading_path, &p.link, &p.passage));
-            let passages =
-                std::iter::once((&hit.heading_path, &hit.link, &hit.passage)).chain(second);
-            for (heading_path, link, text) in passages {
+        let rendered: Vec<String> = out
+            .hits
+            .iter()
+            .map(|hit| {
                 let n = self.insert(Source {
                     number: 0,
                     uri: hit.uri.clone(),
                     title: hit.title.clone(),
-                    heading_path: heading_path.clone(),
-                    link: link.clone(),
-                    text: text.trim().to_string(),
+                    heading_path: hit.heading_path.clone(),
+                    link: hit.link.clone(),
+                    text: hit.passage.trim().to_string(),
                 });
-                rendered.push(self.render(n));
-            }
-        }
+                self.render(n)
+            })
+            .collect();
         rendered.join("\n\n")
     }
 
@@ -417,7 +411,6 @@ mod tests {
             score: 1.0,
             link: format!("obsidian://open?vault=v&file={}", uri.len()),
             matched: api::Matched::Words,
-            second_passage: None,
         }
     }
 
@@ -538,33 +531,6 @@ mod tests {
         assert_eq!(sources.list().len(), 3);
         assert_eq!(sources.references(), ["note://Exams", "note://Cells"]);
         assert_eq!(sources.sections(), ["Midterm", "Parts"]);
-    }
-
-    #[test]
-    fn a_hits_second_passage_is_the_next_source() {
-        let mut exams = hit("note://Exams", &["Biology"], "Room 204.");
-        exams.second_passage = Some(api::SecondPassage {
-            heading_path: vec!["Chemistry".into()],
-            passage: "Room 101.".into(),
-            link: "obsidian://open?vault=v&file=Exams%23Chemistry".into(),
-        });
-        let mut sources = Sources::default();
-        let text = sources.add(&search(vec![exams, hit("note://Cells", &[], "Small.")]));
-        assert_eq!(
-            text,
-            "[1] Exams › Biology (note://Exams)\nRoom 204.\n\n\
-             [2] Exams › Chemistry (note://Exams)\nRoom 101.\n\n\
-             [3] Cells (note://Cells)\nSmall."
-        );
-        let cited = sources.citations("Where is chemistry?", "Room 101 [2].");
-        assert_eq!(cited.len(), 1);
-        assert_eq!(cited[0].heading_path, ["Chemistry"]);
-        assert!(
-            cited[0].link.ends_with("Exams%23Chemistry"),
-            "{:?}",
-            cited[0]
-        );
-        assert_eq!(sources.sections(), ["Biology", "Chemistry"]);
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub struct TagsParams {
     pub prefix: Option<String>,
 }
 
-/// One search hit: the best-matching passage of one note, and sometimes a second.
+/// One search hit: the best-matching passage of one note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchHit {
     /// The note's URI.
@@ -195,21 +195,6 @@ pub struct SearchHit {
     /// `both`.
     #[serde(default)]
     pub matched: Matched,
-    /// Another passage of the same note that matches the query's words nearly as well (the
-    /// answer is often in the section beside the best one); absent when none comes close.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub second_passage: Option<SecondPassage>,
-}
-
-/// A search hit's second passage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SecondPassage {
-    /// The headings it sits under, outermost first.
-    pub heading_path: Vec<String>,
-    /// Its text (at most [`PASSAGE_CHARS`] characters).
-    pub passage: String,
-    /// `obsidian://open` link to the note at its heading.
-    pub link: String,
 }
 
 /// What found a search hit.

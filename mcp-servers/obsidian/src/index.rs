@@ -152,13 +152,6 @@ const RRF_K: f32 = 60.0;
 /// 0.16 (the sample vault's office-hours question), while unrelated notes score near 0.
 const MIN_SIMILARITY: f32 = 0.1;
 
-/// A note's second-best passage is shown too when it scores at least this share of its best
-/// (by words): the answer is often in the section beside the one the question's words favour
-/// (the Linux path under "Global settings" next to "Vault settings"). On the Obsidian help
-/// questions this put an answer keyword into the passages of 33 questions where one passage
-/// per note reached 29, for about 1,500 more characters.
-pub const SECOND_PASSAGE_SHARE: f32 = 0.6;
-
 fn rrf(rank: usize) -> f32 {
     1.0 / (RRF_K + rank as f32 + 1.0)
 }
@@ -173,7 +166,7 @@ struct Fused<'a> {
     semantic: Option<(usize, &'a NoteMatch)>,
 }
 
-/// A search hit: a note and its passages that best match the query.
+/// A search hit: a note and its passage that best matches the query.
 #[derive(Debug, Clone)]
 pub struct Hit {
     /// Note id.
@@ -185,9 +178,6 @@ pub struct Hit {
     /// The passage text (at most [`api::PASSAGE_CHARS`] characters; empty for a note without
     /// text).
     pub passage: String,
-    /// Another passage of the note that matches the query's words nearly as well (see
-    /// [`SECOND_PASSAGE_SHARE`]): its heading path and text.
-    pub second: Option<(Vec<String>, String)>,
     /// Which ranking found it.
     pub matched: api::Matched,
 }
@@ -668,14 +658,12 @@ impl VaultIndex {
         let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
         let hit = |id: u32, score: f32, matched, tok: &mut Tokenizer, similarities| {
             let e = self.get(id)?;
-            let (first, second) = best_passages(e, tok, &terms, &weights, similarities);
-            let (heading_path, passage) = first.unwrap_or_default();
+            let (heading_path, passage) = best_passage(e, tok, &terms, &weights, similarities);
             Some(Hit {
                 id,
                 score,
                 heading_path,
                 passage,
-                second,
                 matched,
             })
         };
@@ -818,22 +806,22 @@ impl VaultIndex {
     }
 }
 
-/// The passage of `e` that best matches the query `terms` (weighted by `weights`), and a second
-/// one that matches its words nearly as well; `None` for a note without passages. Passages are
-/// cut at query time, for the few notes shown only, so indexing costs nothing more.
+/// The heading path and text of `e`'s passage that best matches the query `terms` (weighted by
+/// `weights`); empty for a note without text. Passages are cut at query time, for the few notes
+/// shown only, so indexing costs nothing more.
 ///
 /// Words choose where they can: on the Obsidian help questions, the passage the query's words
 /// favour held an answer keyword more often than the one most similar in meaning, or any blend
 /// of the two (measured with all-MiniLM-L6-v2). Meaning chooses only for a note whose passages
 /// share no word with the query (found by meaning, or by its title or tags); without
 /// `similarities` (each passage's, in note order) such a note gives its first passage.
-fn best_passages(
+fn best_passage(
     e: &NoteEntry,
     tok: &mut Tokenizer,
     terms: &[String],
     weights: &[f32],
     similarities: Option<&[Option<f32>]>,
-) -> (Option<Passage>, Option<Passage>) {
+) -> (Vec<String>, String) {
     let body = e.body();
     let headings = &e.parsed.headings;
     let passages = e.passages();
@@ -845,34 +833,28 @@ fn best_passages(
             .iter()
             .map(|p| (p.heading_path(headings), p.text(body))),
     );
-    let parts = |i: usize| e.passage_parts(&passages[i]);
-    // Best first; ties to the earlier passage.
-    let mut order: Vec<usize> = (0..passages.len()).collect();
-    order.sort_by(|a, b| by_words[*b].total_cmp(&by_words[*a]).then(a.cmp(b)));
-    let Some(&best) = order.first() else {
-        return (None, None);
+    // The highest score; ties to the earlier passage.
+    let highest = |scores: &mut dyn Iterator<Item = (usize, f32)>| {
+        scores
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
     };
-    if by_words[best] > 0.0 {
-        let close = |i: &&usize| {
-            by_words[**i] > 0.0 && by_words[**i] >= SECOND_PASSAGE_SHARE * by_words[best]
-        };
-        let second = order.get(1).filter(close).map(|&i| parts(i));
-        return (Some(parts(best)), second);
-    }
-    let by_meaning = similarities
-        .filter(|s| s.len() == passages.len())
-        .and_then(|s| {
-            s.iter()
+    let best_by_words =
+        highest(&mut by_words.iter().copied().enumerate()).filter(|&i| by_words[i] > 0.0);
+    let best_by_meaning = || {
+        let sims = similarities.filter(|s| s.len() == passages.len())?;
+        highest(
+            &mut sims
+                .iter()
                 .enumerate()
-                .filter_map(|(i, x)| Some((i, (*x)?)))
-                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-        })
-        .map(|(i, _)| i);
-    (Some(parts(by_meaning.unwrap_or(0))), None)
+                .filter_map(|(i, x)| Some((i, (*x)?))),
+        )
+    };
+    match best_by_words.or_else(best_by_meaning).or(Some(0)) {
+        Some(i) if i < passages.len() => e.passage_parts(&passages[i]),
+        _ => (Vec::new(), String::new()),
+    }
 }
-
-/// A passage as shown: its heading path and text.
-type Passage = (Vec<String>, String);
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.
 fn folder_filter(f: &str) -> String {

@@ -32,8 +32,8 @@ use tokio::sync::Semaphore;
 
 use crate::api::{
     self, Backlink, LinksOutput, LinksParams, ListOutput, ListParams, NoteSummary, OutgoingLink,
-    ReadOutput, ReadParams, SearchHit, SearchOutput, SearchParams, SecondPassage, TagCount,
-    TagsOutput, TagsParams,
+    ReadOutput, ReadParams, SearchHit, SearchOutput, SearchParams, TagCount, TagsOutput,
+    TagsParams,
 };
 use crate::index::VaultIndex;
 use crate::note;
@@ -343,18 +343,11 @@ impl Tools {
                 .into_iter()
                 .filter_map(|h| {
                     let e = idx.get(h.id)?;
-                    let link = |path: &[String]| {
-                        api::obsidian_link(&vault_name, &e.rel, path.last().map(String::as_str))
-                    };
+                    let heading = h.heading_path.last().map(String::as_str);
                     Some(SearchHit {
                         uri: e.uri(),
                         title: e.title.clone(),
-                        link: link(&h.heading_path),
-                        second_passage: h.second.map(|(heading_path, passage)| SecondPassage {
-                            link: link(&heading_path),
-                            heading_path,
-                            passage,
-                        }),
+                        link: api::obsidian_link(&vault_name, &e.rel, heading),
                         heading_path: h.heading_path,
                         passage: h.passage,
                         score: (f64::from(h.score) * 1000.0).round() / 1000.0,
@@ -613,28 +606,21 @@ impl Tools {
 }
 
 /// Appends one search hit for the model, compactly: a numbered line with the title, the heading
-/// path and the URI, then the passage, then a blank line; a second passage the same way under
-/// the same number. A first heading that only repeats the title (the usual `# Title`) is left
-/// out of the line.
+/// path and the URI, then the passage, then a blank line. A first heading that only repeats
+/// the title (the usual `# Title`) is left out of the line.
 fn render_hit(text: &mut String, n: usize, h: &SearchHit) {
-    let mut passage = |heading_path: &[String], passage: &str| {
-        let _ = write!(text, "{n}. {}", h.title);
-        let repeats_title =
-            |s: &String| note::normalize_heading(s) == note::normalize_heading(&h.title);
-        let skip = usize::from(heading_path.first().is_some_and(repeats_title));
-        for heading in &heading_path[skip..] {
-            let _ = write!(text, " › {heading}");
-        }
-        let _ = writeln!(text, " ({})", h.uri);
-        if !passage.is_empty() {
-            let _ = writeln!(text, "{passage}");
-        }
-        text.push('\n');
-    };
-    passage(&h.heading_path, &h.passage);
-    if let Some(second) = &h.second_passage {
-        passage(&second.heading_path, &second.passage);
+    let _ = write!(text, "{n}. {}", h.title);
+    let repeats_title =
+        |s: &String| note::normalize_heading(s) == note::normalize_heading(&h.title);
+    let skip = usize::from(h.heading_path.first().is_some_and(repeats_title));
+    for heading in &h.heading_path[skip..] {
+        let _ = write!(text, " › {heading}");
     }
+    let _ = writeln!(text, " ({})", h.uri);
+    if !h.passage.is_empty() {
+        let _ = writeln!(text, "{}", h.passage);
+    }
+    text.push('\n');
 }
 
 /// `schema` without the integer formats schemars writes for Rust types (`uint`, `uint32`,
@@ -751,7 +737,7 @@ impl KbServer {
     }
 
     #[tool(
-        description = "Full-text search over the vault's notes (titles, aliases, headings, tags, text). Accepts keywords or a natural-language question. Returns the best notes, each with its best-matching passage (two when a second comes close): URI, title, heading path, passage, score, obsidian:// link. Read more of a hit with read_note (its `section` takes the last heading of the path).",
+        description = "Full-text search over the vault's notes (titles, aliases, headings, tags, text). Accepts keywords or a natural-language question. Returns the best notes, each with its passage that best matches: note URI, title, heading path, passage text, score and an obsidian:// link. Read more of a hit with read_note (its `section` takes the last heading of the path).",
         output_schema = schema_for_output::<SearchOutput>(),
         annotations(title = "Search notes", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]

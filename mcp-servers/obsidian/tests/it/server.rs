@@ -517,49 +517,6 @@ async fn resources_list_read_and_template() {
     c.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_second_section_that_matches_nearly_as_well_comes_with_the_first() {
-    let fx = passage_vault();
-    let c = connect(&fx).await;
-    let r = call(&c, "search_notes", json!({"query": "train to Vienna"})).await;
-    let hit = &structured(&r)["hits"][0];
-    assert_eq!(hit["uri"], "note://Trains", "{hit}");
-    assert_eq!(
-        hit["heading_path"],
-        json!(["Trains", "Night train"]),
-        "{hit}"
-    );
-    let second = &hit["second_passage"];
-    assert_eq!(
-        second["heading_path"],
-        json!(["Trains", "Day train"]),
-        "{hit}"
-    );
-    assert!(
-        second["passage"].as_str().unwrap().contains("08:15"),
-        "{hit}"
-    );
-    assert_eq!(
-        second["link"],
-        "obsidian://open?vault=My%20Vault&file=Trains%23Day%20train"
-    );
-    // The text gives both under the note's number, each with its heading path.
-    assert!(
-        text(&r).starts_with(
-            "1. Trains › Night train (note://Trains)\nThe night train to Vienna leaves at 22:10.\n\n\
-             1. Trains › Day train (note://Trains)\nThe day train to Vienna leaves at 08:15."
-        ),
-        "{:?}",
-        text(&r)
-    );
-    // One section far ahead of the rest: no second passage (and none in the JSON at all).
-    let r = call(&c, "search_notes", json!({"query": "buy tickets online"})).await;
-    let hit = &structured(&r)["hits"][0];
-    assert_eq!(hit["heading_path"], json!(["Trains", "Tickets"]), "{hit}");
-    assert!(hit.get("second_passage").is_none(), "{hit}");
-    c.cancel().await.unwrap();
-}
-
 /// A vault of its own (the shared fixture's note counts stay as they are): a folder name and
 /// a note name that need percent-encoding, nested sections, a long section, many small notes.
 fn passage_vault() -> Fixture {
@@ -588,13 +545,6 @@ fn passage_vault() -> Fixture {
         ));
     }
     std::fs::write(vault.join("Logbook.md"), long).unwrap();
-    std::fs::write(
-        vault.join("Trains.md"),
-        "# Trains\n\n## Night train\nThe night train to Vienna leaves at 22:10.\n\n\
-         ## Day train\nThe day train to Vienna leaves at 08:15.\n\n\
-         ## Tickets\nBuy tickets at the counter or online.\n",
-    )
-    .unwrap();
     for i in 0..60 {
         std::fs::write(
             vault.join(format!("Filler/Filler {i:02}.md")),
