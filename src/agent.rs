@@ -34,6 +34,7 @@ use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains, citation_gbnf
 use crate::parse::{Reply, ReplyStart, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
 use crate::sources::{Citation, Sources, cited_numbers};
+use crate::support;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 use crate::tool::{ToolHost, ToolRoute};
 use crate::validate::check_call;
@@ -127,7 +128,8 @@ pub struct StepRecord {
 pub struct Turn {
     /// The answer text as streamed.
     pub answer: String,
-    /// True when the model wrote nothing and the answer is the best sources quoted instead.
+    /// True when the model wrote no answer, or one that says nothing of its own (only the
+    /// question's words), and the best sources are quoted after it.
     pub fallback: bool,
     /// The sources the answer cites by number; when it cites none, every source it was given,
     /// marked uncited.
@@ -429,12 +431,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
         let mut messages = without_calls(conversation);
-        if !sources.list().is_empty() {
-            messages.push(Message::user(
+        let instruction = if sources.list().is_empty() {
+            None
+        } else {
+            Some(
                 self.template
                     .answer_instruction(question, sources.list().len())?,
-            ));
-        }
+            )
+        };
+        messages.extend(instruction.iter().map(Message::user));
         let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let mut request = self.request(self.options.answer_tokens);
@@ -459,12 +464,26 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             return Err(Cancelled.into());
         }
         let mut answer = completion.text.trim().to_string();
-        if answer.is_empty() {
-            let quoted = quote_sources(sources);
+        // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
+        // came from no source: asking which one would only invite a false citation.
+        let notes_lack_it = says_notes_lack_it(&answer);
+        let says_nothing = !notes_lack_it
+            && instruction
+                .as_deref()
+                .is_some_and(|asked| support::says_nothing(asked, &answer));
+        if answer.is_empty() || says_nothing {
+            let lead = if answer.is_empty() {
+                "The model wrote no answer."
+            } else {
+                "\n\nThat answer adds nothing to the question."
+            };
+            let quoted = format!("{lead} {}", quote_sources(sources));
             let _ = on_text(&quoted);
+            let quote_at = answer.len() + lead.len() - lead.trim_start().len();
+            answer.push_str(&quoted);
             return Ok(Answered {
-                text: quoted,
-                fallback: true,
+                text: answer,
+                quote_at: Some(quote_at),
                 completion,
                 attribution: None,
                 notes_lack_it: false,
@@ -474,9 +493,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let cites = cited_numbers(&answer)
             .iter()
             .any(|n| (1..=given).contains(n));
-        // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
-        // came from no source: asking which one would only invite a false citation.
-        let notes_lack_it = says_notes_lack_it(&answer);
         let attribution = if given > 0 && !cites && !notes_lack_it {
             self.attribute(messages, &answer, given)?
         } else {
@@ -491,7 +507,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         }
         Ok(Answered {
             text: answer,
-            fallback: false,
+            quote_at: None,
             completion,
             attribution,
             notes_lack_it,
@@ -728,8 +744,9 @@ fn may_be_notes_lack_it(text: &str) -> bool {
 struct Answered {
     /// The answer as the user saw it (with the attribution's numbers, if any).
     text: String,
-    /// True when the model wrote nothing and the best sources were quoted instead.
-    fallback: bool,
+    /// Where the best sources are quoted in `text`, when the model wrote no answer, or one
+    /// that says nothing of its own ([`support::says_nothing`]); its citations are the quote's.
+    quote_at: Option<usize>,
     /// The answer's generation.
     completion: Completion,
     /// The attribution step's generation, when it ran and named sources.
@@ -758,7 +775,7 @@ fn finish(
 ) -> Turn {
     let Answered {
         text: answer,
-        fallback,
+        quote_at,
         completion,
         attribution,
         notes_lack_it,
@@ -772,12 +789,12 @@ fn finish(
     let citations = if notes_lack_it {
         sources.given()
     } else {
-        sources.citations(question, &answer)
+        sources.citations(question, &answer[quote_at.unwrap_or(0)..])
     };
     Turn {
         citations,
         answer,
-        fallback,
+        fallback: quote_at.is_some(),
         steps,
     }
 }
@@ -892,12 +909,13 @@ fn fit_reads(
     calls.iter().map(|c| vault.limit_read(c, share)).collect()
 }
 
-/// What the user gets when the model wrote nothing: the best sources, quoted and numbered.
+/// What the user gets when the model wrote no answer of its own: the best sources, quoted and
+/// numbered.
 fn quote_sources(sources: &Sources) -> String {
     if sources.list().is_empty() {
-        return "The model wrote no answer, and no note matched the question.".to_string();
+        return "No note matched the question.".to_string();
     }
-    let mut text = String::from("The model wrote no answer. The most relevant passages:");
+    let mut text = String::from("The most relevant passages:");
     for source in sources.list().iter().take(3) {
         let mut quote: String = source.text.chars().take(FALLBACK_QUOTE_CHARS).collect();
         if quote.len() < source.text.len() {

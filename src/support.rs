@@ -7,7 +7,8 @@
 //! as the vault's search reads them), each weighted by how few sources hold it. A cited source
 //! holding next to none of that evidence, beside one holding much, is replaced by the one that
 //! holds it. With too little evidence to judge (a short or paraphrasing answer), the numbers
-//! stand as written.
+//! stand as written. An answer with no words of its own at all ([`says_nothing`]) has nothing a
+//! citation could stand for: the agent quotes the best sources after it.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
@@ -39,16 +40,8 @@ pub struct Checked {
 
 /// How much of `answer`'s own evidence each source holds, by position in `sources`.
 pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
-    static CITATION: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}\]").expect("valid regex"));
     let mut tokenizer = Tokenizer::default();
-    let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
-    let answer = CITATION.replace_all(answer, " ");
-    let terms: Vec<String> = tokenizer
-        .query_terms(&answer)
-        .into_iter()
-        .filter(|t| !asked.contains(t))
-        .collect();
+    let terms = own_terms(&mut tokenizer, question, answer);
     let held: Vec<HashSet<String>> = sources
         .iter()
         .map(|s| {
@@ -67,6 +60,33 @@ pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
         }
     }
     scores
+}
+
+/// True when `answer` says nothing of its own: once its citation marks are set aside, every
+/// term it uses was in `asked` (the question, and the instruction around it), and it gives no
+/// yes or no. "The answer is: [2]." and the question restated with a number after it are such
+/// answers (a 135M model writes them for four questions in ten): there is nothing in them for
+/// a source to bear out, or for the reader to learn.
+pub fn says_nothing(asked: &str, answer: &str) -> bool {
+    static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:yes|no|not|never|none|nothing|cannot)\b|n['’]t\b")
+            .expect("valid regex")
+    });
+    !VERDICT.is_match(answer) && own_terms(&mut Tokenizer::default(), asked, answer).is_empty()
+}
+
+/// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
+/// not in `asked`, citation marks set aside.
+fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {
+    static CITATION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}\]").expect("valid regex"));
+    let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
+    let answer = CITATION.replace_all(answer, " ");
+    tokenizer
+        .query_terms(&answer)
+        .into_iter()
+        .filter(|t| !asked.contains(t))
+        .collect()
 }
 
 /// `cited` held against `evidence` (per source, source `n` at `n - 1`).
@@ -183,5 +203,33 @@ mod tests {
             &sources,
         );
         assert_eq!(evidence, [0.0, 0.0]);
+    }
+
+    #[test]
+    fn an_answer_of_the_question_own_words_says_nothing() {
+        let asked = "Answer this question from the numbered sources above: What is the biggest \
+                     file the cheaper plan will upload?\nAfter each fact, write the number of its \
+                     source in brackets, like [1].";
+        assert!(says_nothing(asked, "The answer is: [2]."));
+        assert!(says_nothing(
+            asked,
+            "The biggest file the cheaper plan will upload is [2]."
+        ));
+        assert!(says_nothing(asked, "[1]"));
+        assert!(!says_nothing(asked, "It is 5 MB [2]."));
+        assert!(!says_nothing(
+            asked,
+            "The cheaper plan uploads files up to 5 MB."
+        ));
+        // A yes or a no is an answer, even in the question's words.
+        assert!(!says_nothing(
+            asked,
+            "No, the cheaper plan will not upload it [1]."
+        ));
+        assert!(!says_nothing(
+            asked,
+            "Yes, the cheaper plan will upload it."
+        ));
+        assert!(!says_nothing(asked, "The cheaper plan won’t upload it."));
     }
 }

@@ -147,7 +147,7 @@ fn retrieval_first_then_the_answer_from_the_numbered_passages() {
     );
 
     // With `--decide-first`, the first decision sees the same passages.
-    let mut model = ScriptedModel::new(["I have enough.", "A checklist [1]."], 8192);
+    let mut model = ScriptedModel::new(["I have enough.", "A checklist for the club [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
     assert!(model.prompts[0].contains("[1] 🚀 Launch"));
     assert!(model.prompts[0].contains("Here is a list of functions"));
@@ -377,9 +377,9 @@ fn an_answer_from_no_source_gets_no_citation() {
 fn an_answer_that_cites_is_not_asked_again() {
     let rig = rig(&fixture_vault());
     // A second reply would be the attribution's; there must be none.
-    let mut model = ScriptedModel::new(["It is in the checklist [1]."], 8192);
+    let mut model = ScriptedModel::new(["Check the fins first [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
-    assert_eq!(turn.answer, "It is in the checklist [1].");
+    assert_eq!(turn.answer, "Check the fins first [1].");
     assert_eq!(model.prompts.len(), 1);
 }
 
@@ -435,11 +435,11 @@ fn the_same_call_twice_forces_the_answer() {
 fn copying_the_opening_search_counts_as_a_repeat() {
     let rig = rig(&fixture_vault());
     let copy = r#"[search_notes(query="launch checklist", limit=5)]"#;
-    let mut model = ScriptedModel::new([copy, "A checklist [1]."], 8192);
+    let mut model = ScriptedModel::new([copy, "A checklist for the club [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
     assert_eq!(turn.steps.len(), 3);
     assert!(turn.steps[1].calls.is_empty(), "the copy was not run");
-    assert_eq!(turn.answer, "A checklist [1].");
+    assert_eq!(turn.answer, "A checklist for the club [1].");
 }
 
 #[test]
@@ -649,6 +649,33 @@ fn an_empty_answer_quotes_the_best_sources_instead() {
         turn.answer
     );
     assert!(!turn.citations.is_empty());
+}
+
+/// "The answer is [2]." tells the reader nothing, and its number is a guess: the best sources
+/// are quoted after it, and they are the citations.
+#[test]
+fn an_answer_of_only_the_question_own_words_gets_the_best_sources_quoted() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(["The launch checklist is [2]."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
+    assert!(turn.fallback);
+    assert!(
+        turn.answer.starts_with(
+            "The launch checklist is [2].\n\nThat answer adds nothing to the question. \
+             The most relevant passages:\n[1] 🚀 Launch"
+        ),
+        "{}",
+        turn.answer
+    );
+    assert_eq!(model.prompts.len(), 1, "no attribution question");
+    let cited: Vec<usize> = turn
+        .citations
+        .iter()
+        .filter(|c| c.cited)
+        .map(|c| c.number)
+        .collect();
+    assert_eq!(cited.first(), Some(&1), "{:?}", turn.citations);
+    assert!(cited.len() <= 3, "only the quoted sources: {cited:?}");
 }
 
 #[test]
