@@ -45,15 +45,13 @@ pub struct VectorStore {
     vectors: HashMap<TextHash, Box<[f32]>>,
 }
 
-/// The best passage of one note for a query vector.
+/// How near one note's passages are to a query vector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoteMatch {
     /// The note's vault-relative path.
     pub rel: String,
     /// Cosine similarity of its best passage.
     pub score: f32,
-    /// Which passage (index into the note's passages).
-    pub passage: usize,
     /// Cosine similarity of each of the note's passages, in note order (`None` where a
     /// passage has no vector yet), so a caller can weigh meaning against words per passage.
     pub similarities: Vec<Option<f32>>,
@@ -97,8 +95,8 @@ impl VectorStore {
         self.vectors.retain(|h, _| live.contains(h));
     }
 
-    /// Every note with at least one embedded passage, with its best passage for `query` (a
-    /// unit vector), best first; only notes `keep` accepts. Brute force: 6,500 notes of five
+    /// Every note with at least one embedded passage, scored by its best passage for `query`
+    /// (a unit vector), best first; only notes `keep` accepts. Brute force: 6,500 notes of five
     /// passages are ~12 M multiply-adds, a few milliseconds.
     pub fn rank(&self, query: &[f32], keep: impl Fn(&str) -> bool) -> Vec<NoteMatch> {
         let mut out = Vec::new();
@@ -111,19 +109,11 @@ impl VectorStore {
                 .iter()
                 .map(|h| self.vectors.get(h).map(|v| dot(query, v)))
                 .collect();
-            let mut best: Option<(usize, f32)> = None;
-            for (i, score) in similarities.iter().enumerate() {
-                if let Some(score) = *score
-                    && best.is_none_or(|(_, s)| score > s)
-                {
-                    best = Some((i, score));
-                }
-            }
-            if let Some((passage, score)) = best {
+            let best = similarities.iter().flatten().copied().reduce(f32::max);
+            if let Some(score) = best {
                 out.push(NoteMatch {
                     rel: rel.clone(),
                     score,
-                    passage,
                     version: note.version,
                     similarities,
                 });
@@ -303,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn rank_gives_each_note_its_best_passage_best_note_first() {
+    fn rank_scores_each_note_by_its_best_passage_best_note_first() {
         let mut s = store(&[(1, [1.0, 0.0]), (2, [0.0, 1.0]), (3, [0.6, 0.8])]);
         s.notes.insert(
             "a.md".into(),
@@ -321,9 +311,10 @@ mod tests {
         );
         let ranked = s.rank(&[0.0, 1.0], |_| true);
         assert_eq!(ranked[0].rel, "a.md");
-        assert_eq!(ranked[0].passage, 1);
+        assert_eq!(ranked[0].score, 1.0);
+        assert_eq!(ranked[0].similarities, vec![Some(0.0), Some(1.0)]);
         assert_eq!(ranked[1].rel, "b.md");
-        assert_eq!(ranked[1].passage, 0);
+        assert_eq!(ranked[1].score, 0.8);
         assert_eq!(ranked[1].similarities, vec![Some(0.8), None]);
         assert_eq!(s.progress(), (3, 4));
         let ranked = s.rank(&[0.0, 1.0], |rel| rel == "b.md");
