@@ -21,10 +21,10 @@ pub fn models() -> Result<()> {
             (None, Some(_)) => "in the Hugging Face cache".to_string(),
             (None, None) => format!("downloads from hf:{}/{}", entry.repo, entry.file),
         };
-        let default = if alias == catalog::DEFAULT_MODEL {
-            " (default)"
-        } else {
-            ""
+        let default = match entry.kind {
+            _ if alias == catalog::DEFAULT_MODEL => " (default)",
+            catalog::ModelKind::Embedding => " (embedding model)",
+            catalog::ModelKind::Chat => "",
         };
         writeln!(
             out,

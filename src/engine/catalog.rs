@@ -19,11 +19,25 @@ pub const DEFAULT_EMBEDDING_MODEL_FILE: &str = "all-MiniLM-L6-v2.gguf";
 /// The alias used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "llama3.2-1b";
 
+/// What a catalog model is for.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// A chat model (`--model`).
+    #[default]
+    Chat,
+    /// An embedding model for the vault server (`--embedding-model`).
+    Embedding,
+}
+
 /// One catalog entry.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct CatalogEntry {
     /// One line for `recall models`.
     pub description: String,
+    /// What it is for (`chat` when the entry does not say).
+    #[serde(default)]
+    pub kind: ModelKind,
     /// Hugging Face repository.
     pub repo: String,
     /// File in that repository (also the name looked for in the local models folder).
@@ -72,9 +86,24 @@ pub enum CatalogError {
     },
     /// A chat model's alias given as the embedding model.
     #[error(
-        "'{0}' is a chat model; --embedding-model takes a GGUF embedding model: a path, or hf:OWNER/REPO/FILE.gguf"
+        "'{name}' is a chat model; --embedding-model takes a GGUF embedding model: a path, hf:OWNER/REPO/FILE.gguf, or one of: {known}"
     )]
-    NotAnEmbeddingModel(String),
+    NotAnEmbeddingModel {
+        /// The alias as given.
+        name: String,
+        /// The embedding models' aliases, comma-separated.
+        known: String,
+    },
+    /// An embedding model's alias given as the chat model.
+    #[error(
+        "'{name}' is an embedding model (for --embedding-model); --model takes a chat model: a path, hf:OWNER/REPO/FILE.gguf, or one of: {known}"
+    )]
+    NotAChatModel {
+        /// The alias as given.
+        name: String,
+        /// The chat models' aliases, comma-separated.
+        known: String,
+    },
     /// `hf:` with the wrong shape.
     #[error("bad model reference '{0}': expected hf:OWNER/REPO/FILE.gguf")]
     BadHubRef(String),
@@ -154,9 +183,31 @@ pub fn parse_model_name(name: &str) -> Result<ModelSource, CatalogError> {
     })
 }
 
-/// Resolves a model name to a file on disk, downloading it if needed (with a progress bar when
-/// `progress` is set).
+/// Resolves a chat model name to a file on disk, downloading it if needed (with a progress bar
+/// when `progress` is set).
 pub fn resolve_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError> {
+    resolve(name, ModelKind::Chat, progress)
+}
+
+/// Resolves an embedding model name: a path to a GGUF, `hf:OWNER/REPO/FILE.gguf`, or an
+/// embedding alias of the catalog (fetched into the shared Hugging Face cache like a chat
+/// model, offline once cached). A chat model's alias is refused rather than loaded as an
+/// embedder.
+pub fn resolve_embedding_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError> {
+    resolve(name, ModelKind::Embedding, progress)
+}
+
+/// The aliases of one kind, comma-separated (for error messages).
+fn aliases_of(kind: ModelKind) -> String {
+    catalog()
+        .into_iter()
+        .filter(|(_, entry)| entry.kind == kind)
+        .map(|(alias, _)| alias)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn resolve(name: &str, kind: ModelKind, progress: bool) -> Result<PathBuf, CatalogError> {
     let (repo, file, expected) = match parse_model_name(name)? {
         ModelSource::Path(path) => return Ok(path),
         ModelSource::Hub {
@@ -165,6 +216,16 @@ pub fn resolve_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError
             expected,
         } => (repo, file, expected),
     };
+    if let Some(entry) = &expected
+        && entry.kind != kind
+    {
+        let name = name.to_string();
+        let known = aliases_of(kind);
+        return Err(match kind {
+            ModelKind::Chat => CatalogError::NotAChatModel { name, known },
+            ModelKind::Embedding => CatalogError::NotAnEmbeddingModel { name, known },
+        });
+    }
     if expected.is_some() {
         for dir in local_model_dirs() {
             let candidate = dir.join(&file);
@@ -209,19 +270,6 @@ pub fn resolve_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError
         check_sha256(&path, sha)?;
     }
     Ok(path)
-}
-
-/// Resolves an embedding model name: a path to a GGUF, or `hf:OWNER/REPO/FILE.gguf` (fetched
-/// into the shared Hugging Face cache like a chat model, offline once cached). The catalog's
-/// aliases name chat models, so they are refused here rather than loaded as an embedder.
-pub fn resolve_embedding_model(name: &str, progress: bool) -> Result<PathBuf, CatalogError> {
-    if let ModelSource::Hub {
-        expected: Some(_), ..
-    } = parse_model_name(name)?
-    {
-        return Err(CatalogError::NotAnEmbeddingModel(name.to_string()));
-    }
-    resolve_model(name, progress)
 }
 
 fn hub_offline() -> bool {
@@ -316,6 +364,28 @@ mod tests {
             assert!(catalog.contains_key(alias), "{alias} missing");
         }
         assert!(catalog.contains_key(DEFAULT_MODEL));
+    }
+
+    #[test]
+    fn aliases_are_for_their_own_kind_of_model() {
+        let catalog = catalog();
+        for alias in ["bge-small-en-v1.5", "granite-embedding-multilingual"] {
+            assert_eq!(catalog[alias].kind, ModelKind::Embedding, "{alias}");
+        }
+        assert_eq!(catalog[DEFAULT_MODEL].kind, ModelKind::Chat);
+        // Refused before any lookup on disk or on the hub.
+        let err = resolve_embedding_model("llama3.2-1b", false).unwrap_err();
+        assert!(
+            matches!(err, CatalogError::NotAnEmbeddingModel { .. })
+                && err.to_string().contains("bge-small-en-v1.5"),
+            "{err}"
+        );
+        let err = resolve_model("bge-small-en-v1.5", false).unwrap_err();
+        assert!(
+            matches!(err, CatalogError::NotAChatModel { .. })
+                && err.to_string().contains("llama3.2-1b"),
+            "{err}"
+        );
     }
 
     #[test]
