@@ -243,7 +243,7 @@ fn a_note_read_becomes_a_numbered_source_the_answer_can_cite() {
         [
             r#"<|python_tag|>[read_note(uri="note://Gamma")]"#,
             "The gamma note is read.",
-            "It has a footnote [2].",
+            "It has a footnote at the end [2].",
         ],
         8192,
     );
@@ -555,7 +555,7 @@ fn a_server_killed_mid_conversation_is_an_error_then_restarted() {
 fn a_separate_answer_model_gets_only_answer_prompts() {
     let rig = rig(&fixture_vault());
     let mut decider = ScriptedModel::new([r#"[search_notes(query="rocket")]"#, "Answering."], 8192);
-    let mut answerer = ScriptedModel::new(["From the notes [1]."], 8192);
+    let mut answerer = ScriptedModel::new(["It is on Friday [1]."], 8192);
     let mut approver = RefuseAll;
     let mut agent = Agent::new(
         &mut decider,
@@ -572,7 +572,7 @@ fn a_separate_answer_model_gets_only_answer_prompts() {
             ControlFlow::Continue(())
         })
         .unwrap();
-    assert_eq!(turn.answer, "From the notes [1].");
+    assert_eq!(turn.answer, "It is on Friday [1].");
     assert_eq!(decider.prompts.len(), 2);
     assert!(
         decider
