@@ -12,9 +12,11 @@ struct Args {
     #[arg(long, env = "OBSIDIAN_KB_VAULT")]
     vault: PathBuf,
     /// A GGUF embedding model (e.g. all-MiniLM-L6-v2) for search by meaning as well as by
-    /// words. Passages are embedded in the background; search is by words until then.
+    /// words: a path, or hf:OWNER/REPO/FILE.gguf from the shared Hugging Face cache (this
+    /// server never downloads; `recall --embedding-model hf:…` or `huggingface-cli download`
+    /// fetch it). Passages are embedded in the background; search is by words until then.
     #[arg(long, env = "OBSIDIAN_KB_EMBEDDING_MODEL", value_name = "GGUF")]
-    embedding_model: Option<PathBuf>,
+    embedding_model: Option<String>,
     /// Search by words alone, even when an embedding model is configured.
     #[arg(long)]
     no_embeddings: bool,
@@ -42,9 +44,19 @@ async fn main() -> ExitCode {
                 .add_directive("notify=off".parse().expect("a valid directive")),
         )
         .init();
+    let embedding_model = match args.embedding_model.filter(|_| !args.no_embeddings) {
+        Some(name) => match model_file(&name) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                eprintln!("obsidian-kb: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let options = obsidian_kb::ServeOptions {
         vault: args.vault,
-        embedding_model: args.embedding_model.filter(|_| !args.no_embeddings),
+        embedding_model,
         cache_dir: args.cache_dir,
         embedding_wait: std::time::Duration::from_millis(args.embedding_wait_ms),
     };
@@ -55,4 +67,34 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--embedding-model`: a path, or `hf:OWNER/REPO/FILE.gguf` in the shared Hugging Face cache
+/// (`HF_HOME`, `HF_HUB_CACHE`). Only looked up: a vault server has no business on the network.
+fn model_file(name: &str) -> Result<PathBuf, String> {
+    let Some(reference) = name.strip_prefix("hf:") else {
+        return Ok(PathBuf::from(name));
+    };
+    let Some((repo, file)) = reference
+        .split_once('/')
+        .and_then(|(owner, rest)| {
+            let (repo, file) = rest.split_once('/')?;
+            Some((format!("{owner}/{repo}"), file))
+        })
+        .filter(|(repo, file)| !repo.starts_with('/') && !repo.ends_with('/') && !file.is_empty())
+    else {
+        return Err(format!(
+            "bad embedding model reference '{name}': expected hf:OWNER/REPO/FILE.gguf"
+        ));
+    };
+    hf_hub::Cache::from_env()
+        .model(repo.clone())
+        .get(file)
+        .ok_or_else(|| {
+            format!(
+                "{repo}/{file} is not in the Hugging Face cache, and obsidian-kb never downloads: \
+                 fetch it once with `recall tools --vault VAULT --embedding-model {name}` or \
+                 `huggingface-cli download {repo} {file}`, or pass a path"
+            )
+        })
 }

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -84,10 +85,9 @@ impl Setup {
             .unwrap_or_default()
     }
 
-    /// Starts the server (with `model`, or words alone), logging to `log(run)`. Searches wait
-    /// for the first embedding pass, so results do not depend on timing.
-    async fn start(&self, run: usize, model: Option<&Path>) -> Client {
-        let log = std::fs::File::create(self.log(run)).unwrap();
+    /// The server's command line (with `model`, or words alone). Searches wait for the first
+    /// embedding pass, so results do not depend on timing.
+    fn command(&self, model: Option<&OsStr>) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
         cmd.arg("--vault")
             .arg(self.vault())
@@ -100,6 +100,17 @@ impl Setup {
         if let Some(model) = model {
             cmd.arg("--embedding-model").arg(model);
         }
+        cmd
+    }
+
+    /// Starts the server (with `model`, or words alone), logging to `log(run)`.
+    async fn start(&self, run: usize, model: Option<&Path>) -> Client {
+        self.connect(run, self.command(model.map(Path::as_os_str)))
+            .await
+    }
+
+    async fn connect(&self, run: usize, cmd: tokio::process::Command) -> Client {
+        let log = std::fs::File::create(self.log(run)).unwrap();
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::from(log))
             .spawn()
@@ -292,4 +303,56 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `--embedding-model hf:OWNER/REPO/FILE` names a file in the shared Hugging Face cache (where
+/// `recall` or `huggingface-cli` put it). The server itself never downloads: with the hub
+/// unreachable it runs on the cached file, and a file not cached is a clear error at start.
+#[tokio::test]
+async fn a_hub_model_is_taken_from_the_shared_cache_and_never_downloaded() {
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+    let setup = Setup::new();
+    let hf_home = setup.dir.path().join("hf");
+    let repo = hf_home.join("hub/models--test--minilm");
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
+    let snapshot = repo.join("snapshots").join(COMMIT);
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::os::unix::fs::symlink(model(), snapshot.join("minilm.gguf")).unwrap();
+    let with_hub = |name: &str| {
+        let mut cmd = setup.command(Some(OsStr::new(name)));
+        cmd.env("HF_HOME", &hf_home)
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_HUB_OFFLINE");
+        cmd
+    };
+
+    let c = setup
+        .connect(0, with_hub("hf:test/minilm/minilm.gguf"))
+        .await;
+    let out = search(&c, PARAPHRASES[0].0).await;
+    assert_eq!(out["ranking"], "hybrid", "{out:?}");
+    assert!(
+        hit_uris(&out).contains(&PARAPHRASES[0].1.to_string()),
+        "{out:?}"
+    );
+    c.cancel().await.unwrap();
+
+    for (name, error) in [
+        (
+            "hf:test/minilm/other.gguf",
+            "is not in the Hugging Face cache",
+        ),
+        ("hf:test/minilm", "expected hf:OWNER/REPO/FILE.gguf"),
+    ] {
+        let output = with_hub(name)
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("obsidian-kb runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains(error), "{name}: {stderr}");
+    }
 }
