@@ -472,14 +472,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 .as_deref()
                 .is_some_and(|asked| support::says_nothing(asked, &answer));
         if answer.is_empty() || says_nothing {
-            let lead = if answer.is_empty() {
-                "The model wrote no answer."
+            let (gap, lead) = if answer.is_empty() {
+                ("", "The model wrote no answer.")
             } else {
-                "\n\nThat answer adds nothing to the question."
+                ("\n\n", "That answer adds nothing to the question.")
             };
             let quoted = format!("{lead} {}", quote_sources(sources));
-            let _ = on_text(&quoted);
-            let quote_at = answer.len() + lead.len() - lead.trim_start().len();
+            let _ = on_text(&format!("{gap}{quoted}"));
+            answer.push_str(gap);
+            let quote_at = answer.len();
             answer.push_str(&quoted);
             return Ok(Answered {
                 text: answer,
