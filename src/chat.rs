@@ -445,13 +445,19 @@ fn load_file(path: &Path) -> Result<Vec<Message>> {
     conversation_from_json(&text).with_context(|| format!("cannot load {}", path.display()))
 }
 
-/// Writes beside the target and renames, so a failed save never destroys an earlier one.
+/// Writes a temporary file beside the target and renames it over the target, so a failed save
+/// never destroys an earlier one. The file is readable by its owner only: it holds notes.
 fn save_file(path: &Path, conversation: &[Message]) -> Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, conversation_to_json(conversation) + "\n")
-        .and_then(|()| std::fs::rename(&temporary, path))
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(folder)
+        .and_then(|mut temporary| {
+            temporary.write_all((conversation_to_json(conversation) + "\n").as_bytes())?;
+            temporary.persist(path).map_err(|e| e.error)?;
+            Ok(())
+        })
         .with_context(|| format!("cannot save to {}", path.display()))
 }
 
@@ -716,7 +722,18 @@ mod tests {
         save_file(&path, &chat("sua")).unwrap();
         save_file(&path, &chat("suaua")).unwrap();
         assert_eq!(load_file(&path).unwrap(), chat("suaua"));
-        assert!(!dir.path().join("s.json.tmp").exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["s.json"], "no temporary file is left behind");
+        // A folder that is not there: an error naming the file, nothing written.
+        let nowhere = dir.path().join("no such folder").join("s.json");
+        let err = format!("{:#}", save_file(&nowhere, &chat("sua")).unwrap_err());
+        assert!(
+            err.contains("cannot save to") && err.contains("s.json"),
+            "{err}"
+        );
     }
 
     #[test]
