@@ -12,6 +12,12 @@
 //! - `obsidian-kb-bench startup VAULT [--server BIN] [--runs N]`: time from starting the server
 //!   to its answer to `initialize` (the index is built and the watcher set up by then).
 //!
+//! - `obsidian-kb-bench hybrid VAULT --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]`:
+//!   embeds the vault in process with N threads (default: every core) into an empty cache
+//!   (passages/s, model load included); then starts the real server on that cache and times its
+//!   `initialize` reply (search by words is ready) and the moment its status resource says
+//!   search is hybrid; then one `search_notes` at a time over stdio (p50/p99, query embedding
+//!   included) and the server's peak RSS.
 //! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
 //!   vault paths, as in `benches/qa/`) reports whether a gold note is in the top K (default
@@ -72,8 +78,9 @@ const QUERIES: &[&str] = &[
     "history",
 ];
 
-fn peak_rss_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+/// The peak resident set of a process (`self`, or a pid) so far, from `/proc` (Linux).
+fn peak_rss_kb(process: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{process}/status")).ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
@@ -82,6 +89,7 @@ const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench make-hub-vault DIR [NOTES]
        obsidian-kb-bench flood VAULT_DIR [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]
        obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
+       obsidian-kb-bench hybrid VAULT_DIR --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]
        obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]";
 
 fn main() -> anyhow::Result<()> {
@@ -91,6 +99,7 @@ fn main() -> anyhow::Result<()> {
         Some("make-hub-vault") => make_hub_vault(&args[1..]),
         Some("flood") => flood(&args[1..]),
         Some("startup") => startup(&args[1..]),
+        Some("hybrid") => hybrid(&args[1..]),
         Some("retrieval") => retrieval(&args[1..]),
         Some(dir) => index_and_search(Path::new(dir)),
     }
@@ -140,7 +149,7 @@ fn index_and_search(dir: &Path) -> anyhow::Result<()> {
         pct(0.99).as_secs_f64() * 1000.0,
         hits / 20
     );
-    match peak_rss_kb() {
+    match peak_rss_kb("self") {
         Some(kb) => println!("peak RSS: {:.1} MB", kb as f64 / 1024.0),
         None => println!("peak RSS: unavailable"),
     }
@@ -226,7 +235,7 @@ fn server_bin(args: &[String]) -> anyhow::Result<PathBuf> {
     Ok(me.with_file_name("obsidian-kb"))
 }
 
-/// A server started over stdio, its replies read by a thread as (id, arrival time).
+/// A server started over stdio, its replies read by a thread as (message, arrival time).
 struct Server {
     child: Child,
     stdin: ChildStdin,
@@ -235,9 +244,15 @@ struct Server {
 
 impl Server {
     fn start(bin: &Path, vault: &str) -> anyhow::Result<Self> {
+        Self::start_with(bin, vault, &[])
+    }
+
+    /// Starts the server with `extra` arguments after `--vault VAULT`.
+    fn start_with(bin: &Path, vault: &str, extra: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(bin)
             .arg("--vault")
             .arg(vault)
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -253,7 +268,7 @@ impl Server {
                 let Ok(v) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                if tx.send((v["id"].clone(), at)).is_err() {
+                if tx.send((v, at)).is_err() {
                     return;
                 }
             }
@@ -271,12 +286,21 @@ impl Server {
         Ok(())
     }
 
-    /// Waits for the reply to `id`; calls `other` for every other reply meanwhile.
-    fn wait_for(&self, id: &Value, mut other: impl FnMut(&Value)) -> anyhow::Result<Instant> {
+    /// Waits for the reply to `id`; calls `other` for every other reply's id meanwhile.
+    fn wait_for(&self, id: &Value, other: impl FnMut(&Value)) -> anyhow::Result<Instant> {
+        self.reply_to(id, other).map(|(_, at)| at)
+    }
+
+    /// Waits for the reply to `id` and returns it whole.
+    fn reply_to(
+        &self,
+        id: &Value,
+        mut other: impl FnMut(&Value),
+    ) -> anyhow::Result<(Value, Instant)> {
         loop {
             match self.replies.recv_timeout(Duration::from_secs(600)) {
-                Ok((got, at)) if &got == id => return Ok(at),
-                Ok((got, _)) => other(&got),
+                Ok((got, at)) if &got["id"] == id => return Ok((got, at)),
+                Ok((got, _)) => other(&got["id"]),
                 Err(RecvTimeoutError::Timeout) => anyhow::bail!("no reply to {id} in 10 minutes"),
                 Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server exited"),
             }
@@ -293,6 +317,41 @@ impl Server {
         let at = self.wait_for(&json!("init"), |_| {})?;
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         Ok(at)
+    }
+
+    /// Sends a request and waits for its reply: (result, round trip).
+    fn request(
+        &mut self,
+        id: &str,
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<(Value, Duration)> {
+        let id = json!(id);
+        let sent = Instant::now();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let (reply, at) = self.reply_to(&id, |_| {})?;
+        if let Some(error) = reply.get("error") {
+            anyhow::bail!("{method} failed: {error}");
+        }
+        Ok((reply["result"].clone(), at - sent))
+    }
+
+    /// The server's `obsidian-kb://status` resource.
+    fn status(&mut self) -> anyhow::Result<obsidian_kb::api::Status> {
+        let (result, _) = self.request(
+            "status",
+            "resources/read",
+            json!({"uri": "obsidian-kb://status"}),
+        )?;
+        let text = result["contents"][0]["text"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("the status resource has no text: {result}"))?;
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// The server's peak resident set so far.
+    fn peak_rss_kb(&self) -> Option<u64> {
+        peak_rss_kb(&self.child.id().to_string())
     }
 
     fn stop(mut self) {
@@ -444,40 +503,11 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         stats.notes,
         questions.len()
     );
+    let temp = tempfile::tempdir()?;
     let semantic = match &model {
         Some(model) => {
-            let temp = tempfile::tempdir()?;
             let cache = flag(args, "--cache-dir").map_or(temp.path(), Path::new);
-            let threads = match flag(args, "--threads") {
-                Some(t) => t.parse()?,
-                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            };
-            let t0 = Instant::now();
-            let s = obsidian_kb::Semantic::start(
-                index.clone(),
-                obsidian_kb::SemanticOptions {
-                    model: model.clone(),
-                    cache_dir: Some(cache.to_path_buf()),
-                    threads,
-                },
-            );
-            loop {
-                let p = s.progress();
-                if let Some(why) = p.failed {
-                    anyhow::bail!("embedding failed: {why}");
-                }
-                if p.total > 0 && p.embedded == p.total {
-                    let secs = t0.elapsed().as_secs_f64();
-                    println!(
-                        "{} passages ready in {secs:.1} s on {threads} threads ({:.1} passages/s, model load included)",
-                        p.total,
-                        p.total as f64 / secs
-                    );
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Some(s)
+            Some(embed_vault(index.clone(), model, cache, threads(args)?)?)
         }
         None => None,
     };
@@ -536,5 +566,141 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             query_times[query_times.len() - 1].as_secs_f64() * 1000.0
         );
     }
+    Ok(())
+}
+
+/// `--threads`, else every core.
+fn threads(args: &[String]) -> anyhow::Result<usize> {
+    Ok(match flag(args, "--threads") {
+        Some(t) => t.parse()?,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    })
+}
+
+/// Embeds every passage of `index` with `model` into the cache at `cache`, printing how long
+/// it took (model load included), and returns the ready semantic search.
+fn embed_vault(
+    index: obsidian_kb::SharedIndex,
+    model: &Path,
+    cache: &Path,
+    threads: usize,
+) -> anyhow::Result<std::sync::Arc<obsidian_kb::Semantic>> {
+    let t0 = Instant::now();
+    let semantic = obsidian_kb::Semantic::start(
+        index,
+        obsidian_kb::SemanticOptions {
+            model: model.to_path_buf(),
+            cache_dir: Some(cache.to_path_buf()),
+            threads,
+        },
+    );
+    loop {
+        let p = semantic.progress();
+        if let Some(why) = p.failed {
+            anyhow::bail!("embedding failed: {why}");
+        }
+        // The first pass ends once its vectors are saved too.
+        if p.total > 0 && p.embedded == p.total && semantic.wait_for_first_pass(Duration::ZERO) {
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "{} passages ready in {secs:.1} s on {threads} threads ({:.1} passages/s, model load and cache write included)",
+                p.total,
+                p.total as f64 / secs
+            );
+            return Ok(semantic);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn hybrid(args: &[String]) -> anyhow::Result<()> {
+    use std::sync::{Arc, RwLock};
+    let vault = args.first().ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let model = flag(args, "--embedding-model").ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let bin = server_bin(args)?;
+    let temp = tempfile::tempdir()?;
+    let cache = flag(args, "--cache-dir").map_or(temp.path(), Path::new);
+    let cache_arg = cache
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("a non-UTF-8 cache path"))?;
+
+    // Cold: every passage embedded, in process, into the (empty) cache the server then uses.
+    let (index, stats) =
+        obsidian_kb::VaultIndex::build(obsidian_kb::Vault::open(Path::new(vault))?);
+    println!(
+        "vault: {} notes, {} MB",
+        stats.notes,
+        stats.bytes / 1_000_000
+    );
+    let semantic = embed_vault(
+        Arc::new(RwLock::new(index)),
+        Path::new(model),
+        cache,
+        threads(args)?,
+    )?;
+    drop(semantic);
+
+    // Warm: the real server on the full cache.
+    let t0 = Instant::now();
+    let mut server = Server::start_with(
+        &bin,
+        vault,
+        &["--embedding-model", model, "--cache-dir", cache_arg],
+    )?;
+    let serving = server.initialize()? - t0;
+    let hybrid_at = loop {
+        let status = server.status()?;
+        if let Some(e) = status
+            .embedding
+            .as_ref()
+            .filter(|e| e.state == obsidian_kb::api::EmbeddingState::Failed)
+        {
+            anyhow::bail!("the server's embedding failed: {:?}", e.error);
+        }
+        if status.ranking == obsidian_kb::api::Ranking::Hybrid
+            && status
+                .embedding
+                .as_ref()
+                .is_some_and(|e| e.passages == e.total)
+        {
+            break t0.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    println!(
+        "server: {}\nwarm start: search by words after {:.0} ms (initialize reply), hybrid with every passage after {:.0} ms",
+        bin.display(),
+        ms(serving),
+        ms(hybrid_at)
+    );
+
+    let mut times = Vec::new();
+    for round in 0..5 {
+        for (i, q) in QUERIES.iter().enumerate() {
+            let (result, took) = server.request(
+                &format!("q{round}-{i}"),
+                "tools/call",
+                json!({"name": "search_notes", "arguments": {"query": q, "limit": 5}}),
+            )?;
+            if result["isError"] == json!(true) {
+                anyhow::bail!("search_notes failed for {q:?}: {result}");
+            }
+            if round > 0 {
+                times.push(took);
+            }
+        }
+    }
+    times.sort();
+    println!(
+        "hybrid search_notes over stdio ({} queries x 4 rounds, limit 5, query embedded each time): p50 {:.1} ms, p99 {:.1} ms",
+        QUERIES.len(),
+        ms(pct(&times, 0.5)),
+        ms(pct(&times, 0.99))
+    );
+    match server.peak_rss_kb() {
+        Some(kb) => println!("server peak RSS: {:.1} MB", kb as f64 / 1024.0),
+        None => println!("server peak RSS: unavailable"),
+    }
+    server.stop();
     Ok(())
 }
