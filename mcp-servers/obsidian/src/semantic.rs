@@ -38,6 +38,9 @@ pub struct Semantic {
     /// Set once the model has loaded (in the background: the server does not wait for it).
     embedder: OnceLock<Embedder>,
     store: RwLock<VectorStore>,
+    /// `store.progress()` as of its last change: counting walks every passage, too slow to
+    /// do for every search of a large vault.
+    counts: Mutex<(usize, usize)>,
     failed: Mutex<Option<String>>,
     /// Whether the first pass over the vault has ended (every passage embedded and the cache
     /// saved, or given up).
@@ -63,6 +66,7 @@ impl Semantic {
         let semantic = Arc::new(Semantic {
             embedder: OnceLock::new(),
             store: RwLock::new(VectorStore::default()),
+            counts: Mutex::new((0, 0)),
             failed: Mutex::new(None),
             first_pass: Mutex::new(false),
             first_pass_done: Condvar::new(),
@@ -102,7 +106,7 @@ impl Semantic {
 
     /// How far embedding has come.
     pub fn progress(&self) -> Progress {
-        let (embedded, total) = self.read_store().progress();
+        let (embedded, total) = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
         Progress {
             embedded,
             total,
@@ -125,11 +129,16 @@ impl Semantic {
         let Some(embedder) = self.embedder.get() else {
             return Ok(None);
         };
-        if self.read_store().progress().0 == 0 {
+        if !self.read_store().has_vectors() {
             return Ok(None);
         }
         let q = embedder.embed_query(query)?;
         Ok(Some(self.read_store().rank(&q, |_| true)))
+    }
+
+    /// Counts the store's progress afresh; called under its write lock after every change.
+    fn recount(&self, store: &VectorStore) {
+        *self.counts.lock().unwrap_or_else(|p| p.into_inner()) = store.progress();
     }
 
     fn read_store(&self) -> std::sync::RwLockReadGuard<'_, VectorStore> {
@@ -279,11 +288,11 @@ fn sync(
         for text in c.texts {
             let hash = crate::vectors::text_hash(&text);
             passages.push(hash);
-            if store.get(hash).is_some() {
+            if store.contains(hash) {
                 continue;
             }
             if let Some(v) = cached.remove(&hash) {
-                store.insert(hash, v);
+                store.insert(hash, &v);
             } else if queued.insert(hash) {
                 pending.push((hash, text));
             }
@@ -297,6 +306,7 @@ fn sync(
         );
     }
     store.prune();
+    semantic.recount(&store);
     (pending, removed)
 }
 
@@ -323,8 +333,9 @@ fn embed(
             Ok(vectors) => {
                 let mut store = semantic.write_store();
                 for ((hash, _), v) in chunk.iter().zip(vectors) {
-                    store.insert(*hash, v.into_boxed_slice());
+                    store.insert(*hash, &v);
                 }
+                semantic.recount(&store);
                 done += chunk.len();
             }
             Err(EmbedError::Stopped) => return done,
