@@ -389,6 +389,22 @@ mod tests {
     }
 
     #[test]
+    fn embedding_aliases_are_the_vault_server_own() {
+        // `obsidian-kb --embedding-model ALIAS` looks in the cache where `recall` downloads it.
+        let ours: Vec<(String, String, String)> = catalog()
+            .into_iter()
+            .filter(|(_, entry)| entry.kind == ModelKind::Embedding)
+            .map(|(alias, entry)| (alias, entry.repo, entry.file))
+            .collect();
+        let mut server: Vec<(String, String, String)> = obsidian_kb::models::KNOWN_MODELS
+            .iter()
+            .map(|m| (m.alias.into(), m.repo.into(), m.file.into()))
+            .collect();
+        server.sort();
+        assert_eq!(ours, server);
+    }
+
+    #[test]
     fn parses_hub_references() {
         assert_eq!(
             parse_model_name("hf:bartowski/Llama-3.2-1B-Instruct-GGUF/x/y.gguf").unwrap(),

@@ -17,6 +17,7 @@ pub mod embed;
 pub mod frontmatter;
 pub mod index;
 pub mod links;
+pub mod models;
 pub mod note;
 pub mod resolve;
 pub mod search;

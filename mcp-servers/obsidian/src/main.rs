@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use obsidian_kb::models::{self, ModelName};
 
 /// A read-only MCP server over an Obsidian vault (MCP on stdin/stdout, logs on stderr).
 #[derive(Debug, Parser)]
@@ -11,10 +12,12 @@ struct Args {
     /// The vault directory.
     #[arg(long, env = "OBSIDIAN_KB_VAULT")]
     vault: PathBuf,
-    /// A GGUF embedding model (e.g. all-MiniLM-L6-v2) for search by meaning as well as by
-    /// words: a path, or hf:OWNER/REPO/FILE.gguf from the shared Hugging Face cache (this
-    /// server never downloads; `recall --embedding-model hf:…` or `huggingface-cli download`
-    /// fetch it). Passages are embedded in the background; search is by words until then.
+    /// A GGUF embedding model for search by meaning as well as by words: a path, an alias
+    /// (bge-small-en-v1.5, granite-embedding-multilingual) or hf:OWNER/REPO/FILE.gguf, from
+    /// the shared Hugging Face cache (this server never downloads; `recall --embedding-model`
+    /// or `huggingface-cli download` fetch it). Default: bge-small-en-v1.5 when it is cached,
+    /// else search by words alone. Passages are embedded in the background; search is by words
+    /// until then.
     #[arg(long, env = "OBSIDIAN_KB_EMBEDDING_MODEL", value_name = "GGUF")]
     embedding_model: Option<String>,
     /// Search by words alone, even when an embedding model is configured.
@@ -44,7 +47,8 @@ async fn main() -> ExitCode {
                 .add_directive("notify=off".parse().expect("a valid directive")),
         )
         .init();
-    let embedding_model = match args.embedding_model.filter(|_| !args.no_embeddings) {
+    let embedding_model = match args.embedding_model {
+        _ if args.no_embeddings => None,
         Some(name) => match model_file(&name) {
             Ok(path) => Some(path),
             Err(e) => {
@@ -52,7 +56,7 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        None => None,
+        None => default_model_file(),
     };
     let options = obsidian_kb::ServeOptions {
         vault: args.vault,
@@ -69,32 +73,42 @@ async fn main() -> ExitCode {
     }
 }
 
-/// `--embedding-model`: a path, or `hf:OWNER/REPO/FILE.gguf` in the shared Hugging Face cache
-/// (`HF_HOME`, `HF_HUB_CACHE`). Only looked up: a vault server has no business on the network.
+/// `--embedding-model`: a path, an alias of `obsidian_kb::models`, or
+/// `hf:OWNER/REPO/FILE.gguf`; a hub file is looked up in the shared Hugging Face cache
+/// (`HF_HOME`, `HF_HUB_CACHE`) only: a vault server has no business on the network.
 fn model_file(name: &str) -> Result<PathBuf, String> {
-    let Some(reference) = name.strip_prefix("hf:") else {
-        return Ok(PathBuf::from(name));
+    let (repo, file) = match models::parse_model_name(name)? {
+        ModelName::Path(path) => return Ok(path),
+        ModelName::Hub { repo, file } => (repo, file),
     };
-    let Some((repo, file)) = reference
-        .split_once('/')
-        .and_then(|(owner, rest)| {
-            let (repo, file) = rest.split_once('/')?;
-            Some((format!("{owner}/{repo}"), file))
-        })
-        .filter(|(repo, file)| !repo.starts_with('/') && !repo.ends_with('/') && !file.is_empty())
-    else {
-        return Err(format!(
-            "bad embedding model reference '{name}': expected hf:OWNER/REPO/FILE.gguf"
-        ));
-    };
-    hf_hub::Cache::from_env()
-        .model(repo.clone())
-        .get(file)
-        .ok_or_else(|| {
-            format!(
-                "{repo}/{file} is not in the Hugging Face cache, and obsidian-kb never downloads: \
-                 fetch it once with `recall tools --vault VAULT --embedding-model {name}` or \
-                 `huggingface-cli download {repo} {file}`, or pass a path"
-            )
-        })
+    cached(&repo, &file).ok_or_else(|| {
+        format!(
+            "{repo}/{file} is not in the Hugging Face cache, and obsidian-kb never downloads: \
+             fetch it once with `recall tools --vault VAULT --embedding-model {name}` or \
+             `huggingface-cli download {repo} {file}`, or pass a path"
+        )
+    })
+}
+
+/// With no `--embedding-model`: the default model when the shared Hugging Face cache has it,
+/// else none (search by words, and a line on stderr saying how to search by meaning).
+fn default_model_file() -> Option<PathBuf> {
+    let default = models::KNOWN_MODELS
+        .iter()
+        .find(|m| m.alias == models::DEFAULT_MODEL)?;
+    let found = cached(default.repo, default.file);
+    if found.is_none() {
+        tracing::info!(
+            "search by words alone: no --embedding-model, and the default ({}) is not in the \
+             Hugging Face cache (`huggingface-cli download {} {}` fetches it)",
+            default.alias,
+            default.repo,
+            default.file
+        );
+    }
+    found
+}
+
+fn cached(repo: &str, file: &str) -> Option<PathBuf> {
+    hf_hub::Cache::from_env().model(repo.to_string()).get(file)
 }

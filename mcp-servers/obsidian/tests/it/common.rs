@@ -104,6 +104,14 @@ pub fn fixture() -> Fixture {
 
 pub type Client = RunningService<RoleClient, ()>;
 
+/// Points the server at an empty Hugging Face cache under `dir`, so that what a test sees does
+/// not depend on the default embedding model being in this machine's cache.
+pub fn without_hub_cache(cmd: &mut std::process::Command, dir: &Path) {
+    cmd.env("HF_HOME", dir.join("hf"))
+        .env_remove("HF_HUB_CACHE")
+        .env_remove("OBSIDIAN_KB_EMBEDDING_MODEL");
+}
+
 /// Spawns `obsidian-kb --vault <vault>` and connects.
 pub async fn connect(fx: &Fixture) -> Client {
     let log = std::fs::File::create(&fx.stderr_log).unwrap();
@@ -111,6 +119,7 @@ pub async fn connect(fx: &Fixture) -> Client {
     cmd.arg("--vault")
         .arg(&fx.vault)
         .env("RUST_LOG", "info,obsidian_kb=debug");
+    without_hub_cache(cmd.as_std_mut(), fx.dir.path());
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::from(log))
         .spawn()

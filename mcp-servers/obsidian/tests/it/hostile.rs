@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common;
+
 /// Longest wait for one reply (a debug build under load is slow; a hang is not).
 const REPLY_LIMIT: Duration = Duration::from_secs(180);
 
@@ -30,7 +32,9 @@ struct Raw {
 impl Raw {
     fn spawn(vault: &Path, stderr_log: &Path) -> Self {
         let log = std::fs::File::create(stderr_log).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
+        common::without_hub_cache(&mut command, stderr_log.parent().expect("a log folder"));
+        let mut child = command
             .arg("--vault")
             .arg(vault)
             .env("RUST_LOG", "info,obsidian_kb=debug")

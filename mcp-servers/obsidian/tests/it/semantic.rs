@@ -95,8 +95,8 @@ impl Setup {
             .arg(self.cache())
             .arg("--embedding-wait-ms")
             .arg("600000")
-            .env("RUST_LOG", "info,obsidian_kb=debug")
-            .env_remove("OBSIDIAN_KB_EMBEDDING_MODEL");
+            .env("RUST_LOG", "info,obsidian_kb=debug");
+        common::without_hub_cache(cmd.as_std_mut(), self.dir.path());
         if let Some(model) = model {
             cmd.arg("--embedding-model").arg(model);
         }
@@ -305,38 +305,70 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// `--embedding-model hf:OWNER/REPO/FILE` names a file in the shared Hugging Face cache (where
-/// `recall` or `huggingface-cli` put it). The server itself never downloads: with the hub
-/// unreachable it runs on the cached file, and a file not cached is a clear error at start.
+/// `--embedding-model hf:OWNER/REPO/FILE` or an alias names a file in the shared Hugging Face
+/// cache (where `recall` or `huggingface-cli` put it), and with no model named the default is
+/// used when it is there. The server itself never downloads: with the hub unreachable it runs
+/// on the cached file, and a named file not cached is a clear error at start. (The cache holds
+/// all-MiniLM-L6-v2 under each name: what is tested is the lookup, not those models.)
 #[tokio::test]
 async fn a_hub_model_is_taken_from_the_shared_cache_and_never_downloaded() {
     const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
     let setup = Setup::new();
     let hf_home = setup.dir.path().join("hf");
-    let repo = hf_home.join("hub/models--test--minilm");
-    std::fs::create_dir_all(repo.join("refs")).unwrap();
-    std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
-    let snapshot = repo.join("snapshots").join(COMMIT);
-    std::fs::create_dir_all(&snapshot).unwrap();
-    std::os::unix::fs::symlink(model(), snapshot.join("minilm.gguf")).unwrap();
-    let with_hub = |name: &str| {
-        let mut cmd = setup.command(Some(OsStr::new(name)));
-        cmd.env("HF_HOME", &hf_home)
-            .env("HF_ENDPOINT", "http://127.0.0.1:9")
-            .env_remove("HF_HUB_CACHE")
+    let cache_as = |repo: &str, file: &str| {
+        let repo = hf_home
+            .join("hub")
+            .join(format!("models--{}", repo.replace('/', "--")));
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
+        let snapshot = repo.join("snapshots").join(COMMIT);
+        std::fs::create_dir_all(&snapshot).unwrap();
+        std::os::unix::fs::symlink(model(), snapshot.join(file)).unwrap();
+    };
+    let with_hub = |name: Option<&str>| {
+        // `command` points HF_HOME at `hf_home` already.
+        let mut cmd = setup.command(name.map(OsStr::new));
+        cmd.env("HF_ENDPOINT", "http://127.0.0.1:9")
             .env_remove("HF_HUB_OFFLINE");
         cmd
     };
 
-    let c = setup
-        .connect(0, with_hub("hf:test/minilm/minilm.gguf"))
-        .await;
-    let out = search(&c, PARAPHRASES[0].0).await;
-    assert_eq!(out["ranking"], "hybrid", "{out:?}");
+    // No model named, and the default not cached: words alone, and stderr says why.
+    let c = setup.connect(0, with_hub(None)).await;
+    assert_eq!(status(&c).await["ranking"], "lexical");
+    c.cancel().await.unwrap();
+    let log = setup.log_text(0);
     assert!(
-        hit_uris(&out).contains(&PARAPHRASES[0].1.to_string()),
-        "{out:?}"
+        log.contains("bge-small-en-v1.5) is not in the Hugging Face cache"),
+        "{log}"
     );
+
+    cache_as("test/minilm", "minilm.gguf");
+    let bge = obsidian_kb::models::KNOWN_MODELS
+        .iter()
+        .find(|m| m.alias == obsidian_kb::models::DEFAULT_MODEL)
+        .unwrap();
+    cache_as(bge.repo, bge.file);
+    for (run, name, file) in [
+        (1, Some("hf:test/minilm/minilm.gguf"), "minilm.gguf"),
+        (2, Some("bge-small-en-v1.5"), bge.file),
+        (3, None, bge.file),
+    ] {
+        let c = setup.connect(run, with_hub(name)).await;
+        let out = search(&c, PARAPHRASES[0].0).await;
+        assert_eq!(out["ranking"], "hybrid", "{name:?}: {out:?}");
+        assert!(
+            hit_uris(&out).contains(&PARAPHRASES[0].1.to_string()),
+            "{name:?}: {out:?}"
+        );
+        assert_eq!(status(&c).await["embedding"]["model"], file, "{name:?}");
+        c.cancel().await.unwrap();
+    }
+    let mut words_alone = with_hub(None);
+    words_alone.arg("--no-embeddings");
+    let c = setup.connect(4, words_alone).await;
+    assert_eq!(status(&c).await["ranking"], "lexical");
+    assert!(status(&c).await["embedding"].is_null());
     c.cancel().await.unwrap();
 
     for (name, error) in [
@@ -344,9 +376,13 @@ async fn a_hub_model_is_taken_from_the_shared_cache_and_never_downloaded() {
             "hf:test/minilm/other.gguf",
             "is not in the Hugging Face cache",
         ),
+        (
+            "granite-embedding-multilingual",
+            "is not in the Hugging Face cache",
+        ),
         ("hf:test/minilm", "expected hf:OWNER/REPO/FILE.gguf"),
     ] {
-        let output = with_hub(name)
+        let output = with_hub(Some(name))
             .stdin(Stdio::null())
             .output()
             .await

@@ -1,0 +1,121 @@
+//! The embedding models `obsidian-kb` knows by name, and how `--embedding-model` is read: a
+//! path, `hf:OWNER/REPO/FILE.gguf`, or one of these aliases. Where a hub file is on disk is the
+//! binary's business (the shared Hugging Face cache); this module only names it.
+
+use std::path::PathBuf;
+
+/// An embedding model known by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownModel {
+    /// What `--embedding-model` takes.
+    pub alias: &'static str,
+    /// Hugging Face repository.
+    pub repo: &'static str,
+    /// GGUF file in that repository.
+    pub file: &'static str,
+    /// One line on what it is for.
+    pub about: &'static str,
+}
+
+/// The model search by meaning uses when none is named and this one is in the shared Hugging
+/// Face cache.
+pub const DEFAULT_MODEL: &str = "bge-small-en-v1.5";
+
+/// Every alias. recall's `models/catalog.json` lists the same ones (a test there holds them
+/// in step), with their sizes and checksums for downloading.
+pub const KNOWN_MODELS: &[KnownModel] = &[
+    KnownModel {
+        alias: "bge-small-en-v1.5",
+        repo: "ggml-org/bge-small-en-v1.5-Q8_0-GGUF",
+        file: "bge-small-en-v1.5-q8_0.gguf",
+        about: "BGE small English v1.5, Q8_0 (37 MB)",
+    },
+    KnownModel {
+        alias: "granite-embedding-multilingual",
+        repo: "bartowski/granite-embedding-107m-multilingual-GGUF",
+        file: "granite-embedding-107m-multilingual-Q8_0.gguf",
+        about: "IBM Granite Embedding 107M multilingual, Q8_0: for notes in Chinese, Japanese, \
+                Korean and nine more languages",
+    },
+];
+
+/// Where an `--embedding-model` value points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelName {
+    /// A GGUF file.
+    Path(PathBuf),
+    /// A file in a Hugging Face repository.
+    Hub {
+        /// `OWNER/REPO`.
+        repo: String,
+        /// The file's path in the repository.
+        file: String,
+    },
+}
+
+/// Reads an `--embedding-model` value: an alias of [`KNOWN_MODELS`], `hf:OWNER/REPO/FILE.gguf`,
+/// or else a path. A malformed `hf:` reference is an error that says the expected form.
+pub fn parse_model_name(name: &str) -> Result<ModelName, String> {
+    if let Some(known) = KNOWN_MODELS.iter().find(|m| m.alias == name) {
+        return Ok(ModelName::Hub {
+            repo: known.repo.to_string(),
+            file: known.file.to_string(),
+        });
+    }
+    let Some(reference) = name.strip_prefix("hf:") else {
+        return Ok(ModelName::Path(PathBuf::from(name)));
+    };
+    reference
+        .split_once('/')
+        .and_then(|(owner, rest)| {
+            let (repo, file) = rest.split_once('/')?;
+            let valid = !owner.is_empty() && !repo.is_empty() && !file.is_empty();
+            valid.then(|| ModelName::Hub {
+                repo: format!("{owner}/{repo}"),
+                file: file.to_string(),
+            })
+        })
+        .ok_or_else(|| {
+            format!("bad embedding model reference '{name}': expected hf:OWNER/REPO/FILE.gguf")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_aliases_hub_references_or_paths() {
+        assert_eq!(
+            parse_model_name("bge-small-en-v1.5"),
+            Ok(ModelName::Hub {
+                repo: "ggml-org/bge-small-en-v1.5-Q8_0-GGUF".into(),
+                file: "bge-small-en-v1.5-q8_0.gguf".into(),
+            })
+        );
+        assert_eq!(
+            parse_model_name("hf:owner/repo/sub/model.gguf"),
+            Ok(ModelName::Hub {
+                repo: "owner/repo".into(),
+                file: "sub/model.gguf".into(),
+            })
+        );
+        assert_eq!(
+            parse_model_name("models/minilm.gguf"),
+            Ok(ModelName::Path("models/minilm.gguf".into()))
+        );
+        for bad in [
+            "hf:owner/repo",
+            "hf:owner//model.gguf",
+            "hf:/repo/model.gguf",
+            "hf:",
+        ] {
+            let err = parse_model_name(bad).unwrap_err();
+            assert!(
+                err.contains("expected hf:OWNER/REPO/FILE.gguf"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(KNOWN_MODELS.iter().any(|m| m.alias == DEFAULT_MODEL));
+    }
+}
