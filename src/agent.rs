@@ -33,7 +33,7 @@ use crate::engine::{
 use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains, citation_gbnf};
 use crate::parse::{Reply, ReplyStart, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
-use crate::sources::{Citation, Sources, cited_numbers};
+use crate::sources::{Citation, Sources, cited_numbers, without_copied_headers};
 use crate::support;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 use crate::tool::{ToolHost, ToolRoute};
@@ -468,9 +468,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // came from no source: asking which one would only invite a false citation.
         let notes_lack_it = says_notes_lack_it(&answer);
         let says_nothing = !notes_lack_it
-            && instruction
-                .as_deref()
-                .is_some_and(|asked| support::says_nothing(asked, &answer));
+            && instruction.as_deref().is_some_and(|asked| {
+                let own = without_copied_headers(&answer, sources.list());
+                support::says_nothing(asked, &own)
+            });
         if answer.is_empty() || says_nothing {
             let (gap, lead) = if answer.is_empty() {
                 ("", "The model wrote no answer.")

@@ -55,6 +55,51 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
         .join(" › ")
 }
 
+/// `answer` with the source headers it copied from the prompt taken out: after any citation
+/// mark, a source's `Title › Heading` (whole or cut at a `›`) that ends its line or comes
+/// before a `(note://…)`, and any `(note://…)`. A 135M model often answers with a list of
+/// headers, numbered anew; they name sources and say nothing of them, so they are no words of
+/// its own ([`crate::support::says_nothing`]). A title that a sentence goes on from stays.
+pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
+    static MARK: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[\d{1,3}\][ \t]*").expect("valid regex"));
+    static URI: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\(note://[^()\n]*\)").expect("valid regex"));
+    let mut kept = String::with_capacity(answer.len());
+    let mut rest = answer;
+    while let Some(mark) = MARK.find(rest) {
+        kept.push_str(&rest[..mark.end()]);
+        rest = &rest[mark.end()..];
+        let copied = sources
+            .iter()
+            .map(|s| copied_header_len(rest, s))
+            .max()
+            .unwrap_or(0);
+        rest = &rest[copied..];
+    }
+    kept.push_str(rest);
+    URI.replace_all(&kept, " ").into_owned()
+}
+
+/// The length of the longest start of `source`'s header (its title, then each `› Heading`
+/// in turn) that `text` begins with, when nothing but a `(note://…)` or a colon follows it on
+/// its line; 0 if none.
+fn copied_header_len(text: &str, source: &Source) -> usize {
+    let label = source.label();
+    let mut ends: Vec<usize> = label.match_indices(" › ").map(|(at, _)| at).collect();
+    ends.push(label.len());
+    ends.into_iter()
+        .rev()
+        .find(|&end| {
+            let Some(after) = text.strip_prefix(&label[..end]) else {
+                return false;
+            };
+            let line = after.lines().next().unwrap_or("").trim();
+            line.is_empty() || line == ":" || line.starts_with("(note://")
+        })
+        .unwrap_or(0)
+}
+
 /// A source as the user sees it after the answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Citation {
@@ -420,6 +465,41 @@ mod tests {
             ranking: api::Ranking::Lexical,
             embedded: None,
         })
+    }
+
+    #[test]
+    fn copied_source_headers_are_taken_out_whatever_their_number() {
+        let mut sources = Sources::default();
+        sources.add(&search(vec![
+            hit(
+                "note://2-factor authentication",
+                &["Recover your account"],
+                "Use a recovery code.",
+            ),
+            hit("note://Backlinks", &["Show backlinks"], "Linked mentions."),
+            hit("note://Canvas", &[], "Cards on a board."),
+        ]));
+        let cut = |answer: &str| without_copied_headers(answer, sources.list());
+        // Whole, cut at a `›`, or the title alone, after any number; the URI goes too.
+        assert_eq!(
+            cut(
+                "1. [2] 2-factor authentication\n2. [3] 2-factor authentication › Recover your account"
+            ),
+            "1. [2] \n2. [3] "
+        );
+        assert_eq!(
+            cut(
+                "[2] Backlinks › Show backlinks (note://Backlinks)\nThe [1] Canvas (note://Canvas)"
+            ),
+            "[2]   \nThe [1]   "
+        );
+        // A title the answer goes on to use in a sentence of its own, or one without a mark
+        // before it, stays.
+        assert_eq!(
+            cut("[3] Canvas cards hold notes. Open Backlinks [2]."),
+            "[3] Canvas cards hold notes. Open Backlinks [2]."
+        );
+        assert_eq!(cut("[1] Canvasses"), "[1] Canvasses");
     }
 
     #[test]

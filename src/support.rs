@@ -66,7 +66,8 @@ pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
 /// term it uses was in `asked` (the question, and the instruction around it), and it gives no
 /// yes or no. "The answer is: [2]." and the question restated with a number after it are such
 /// answers (a 135M model writes them for four questions in ten): there is nothing in them for
-/// a source to bear out, or for the reader to learn.
+/// a source to bear out, or for the reader to learn. The agent takes out the source headers an
+/// answer copied before asking ([`crate::sources::without_copied_headers`]).
 pub fn says_nothing(asked: &str, answer: &str) -> bool {
     static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)\b(?:yes|no|not|never|none|nothing|cannot)\b|n['’]t\b")
@@ -76,12 +77,15 @@ pub fn says_nothing(asked: &str, answer: &str) -> bool {
 }
 
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
-/// not in `asked`, citation marks set aside.
+/// not in `asked`, citation marks and the numbers of a numbered list set aside.
 fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {
     static CITATION: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}\]").expect("valid regex"));
+    static LIST_NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\d{1,3}[.)][ \t]").expect("valid regex"));
     let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
     let answer = CITATION.replace_all(answer, " ");
+    let answer = LIST_NUMBER.replace_all(&answer, " ");
     tokenizer
         .query_terms(&answer)
         .into_iter()
@@ -216,6 +220,8 @@ mod tests {
             "The biggest file the cheaper plan will upload is [2]."
         ));
         assert!(says_nothing(asked, "[1]"));
+        assert!(says_nothing(asked, "1. [2]\n2. [3] The answer is:"));
+        assert!(!says_nothing(asked, "1. It is 5 MB [2]."));
         assert!(!says_nothing(asked, "It is 5 MB [2]."));
         assert!(!says_nothing(
             asked,

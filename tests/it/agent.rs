@@ -679,6 +679,29 @@ fn an_answer_of_only_the_question_own_words_gets_the_best_sources_quoted() {
 }
 
 #[test]
+fn an_answer_of_copied_source_headers_gets_the_best_sources_quoted() {
+    let rig = rig(&fixture_vault());
+    // A 135M model's habit: the prompt's source headers, numbered anew, as the whole answer.
+    let mut model =
+        ScriptedModel::new(["1. [2] Alpha (note://Projects/Alpha)\n2. [3] Alpha"], 8192);
+    let question = "How much water does the village pump deliver?";
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(turn.fallback, "{}", turn.answer);
+    assert!(
+        turn.answer.contains(
+            "That answer adds nothing to the question. The most relevant passages:\n[1] Alpha"
+        ),
+        "{}",
+        turn.answer
+    );
+    assert!(
+        turn.answer.contains("1,200 litres per hour"),
+        "{}",
+        turn.answer
+    );
+}
+
+#[test]
 fn without_a_vault_server_the_loop_starts_with_the_model() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mut time = ServerSpec::new(
