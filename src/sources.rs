@@ -55,18 +55,22 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
         .join(" › ")
 }
 
-/// `answer` with the source headers it copied from the prompt taken out: after any citation
-/// mark, a source's `Title › Heading` (whole or cut at a `›`) that ends its line or comes
-/// before a `(note://…)`, and any `(note://…)`. A 135M model often answers with a list of
-/// headers, numbered anew; they name sources and say nothing of them, so they are no words of
-/// its own ([`crate::support::says_nothing`]). A title that a sentence goes on from stays.
+/// `answer` with the source headers it copied from the prompt taken out: whatever stands
+/// between a citation mark and a `(note://…)` on one line (the prompt's header form; no answer
+/// needs a note URI), and after any citation mark a source's `Title › Heading` (whole or cut
+/// at a `›`) that ends its line. A 135M model often answers with a list of headers, numbered
+/// anew or made up in that form; they say nothing of the sources, so they are no words of its
+/// own ([`crate::support::says_nothing`]). A title that a sentence goes on from stays.
 pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
     static MARK: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\[\d{1,3}\][ \t]*").expect("valid regex"));
-    static URI: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\(note://[^()\n]*\)").expect("valid regex"));
+    static HEADER: LazyLock<Regex> = LazyLock::new(|| {
+        // The closing parenthesis may be missing where the answer ran out of tokens.
+        Regex::new(r"\[\d{1,3}\][^\n\[\]]*?\(note://[^()\n]*\)?").expect("valid regex")
+    });
+    let answer = HEADER.replace_all(answer, " ");
     let mut kept = String::with_capacity(answer.len());
-    let mut rest = answer;
+    let mut rest = &*answer;
     while let Some(mark) = MARK.find(rest) {
         kept.push_str(&rest[..mark.end()]);
         rest = &rest[mark.end()..];
@@ -78,12 +82,12 @@ pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
         rest = &rest[copied..];
     }
     kept.push_str(rest);
-    URI.replace_all(&kept, " ").into_owned()
+    kept
 }
 
 /// The length of the longest start of `source`'s header (its title, then each `› Heading`
-/// in turn) that `text` begins with, when nothing but a `(note://…)` or a colon follows it on
-/// its line; 0 if none.
+/// in turn) that `text` begins with, when nothing but a colon follows it on its line; 0 if
+/// none.
 fn copied_header_len(text: &str, source: &Source) -> usize {
     let label = source.label();
     let mut ends: Vec<usize> = label.match_indices(" › ").map(|(at, _)| at).collect();
@@ -95,7 +99,7 @@ fn copied_header_len(text: &str, source: &Source) -> usize {
                 return false;
             };
             let line = after.lines().next().unwrap_or("").trim();
-            line.is_empty() || line == ":" || line.starts_with("(note://")
+            line.is_empty() || line == ":"
         })
         .unwrap_or(0)
 }
@@ -480,7 +484,7 @@ mod tests {
             hit("note://Canvas", &[], "Cards on a board."),
         ]));
         let cut = |answer: &str| without_copied_headers(answer, sources.list());
-        // Whole, cut at a `›`, or the title alone, after any number; the URI goes too.
+        // Whole, cut at a `›`, or the title alone, after any number.
         assert_eq!(
             cut(
                 "1. [2] 2-factor authentication\n2. [3] 2-factor authentication › Recover your account"
@@ -491,8 +495,11 @@ mod tests {
             cut(
                 "[2] Backlinks › Show backlinks (note://Backlinks)\nThe [1] Canvas (note://Canvas)"
             ),
-            "[2]   \nThe [1]   "
+            " \nThe  "
         );
+        // The header form, even of a source that was not given.
+        assert_eq!(cut("4. [4] Sidebar › Left (note://UI/Sidebar)"), "4.  ");
+        assert_eq!(cut("Cut short: [9] Sidebar (note://UI/Sid"), "Cut short:  ");
         // A title the answer goes on to use in a sentence of its own, or one without a mark
         // before it, stays.
         assert_eq!(

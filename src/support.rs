@@ -80,7 +80,8 @@ pub fn says_nothing(asked: &str, answer: &str) -> bool {
 /// not in `asked`, citation marks and the numbers of a numbered list set aside.
 fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {
     static CITATION: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}\]").expect("valid regex"));
+        // A last mark may be cut short when the answer ran out of tokens.
+        LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}(?:\]|$)").expect("valid regex"));
     static LIST_NUMBER: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\d{1,3}[.)][ \t]").expect("valid regex"));
     let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
@@ -221,6 +222,7 @@ mod tests {
         ));
         assert!(says_nothing(asked, "[1]"));
         assert!(says_nothing(asked, "1. [2]\n2. [3] The answer is:"));
+        assert!(says_nothing(asked, "The answer is [2] [3] [4"));
         assert!(!says_nothing(asked, "1. It is 5 MB [2]."));
         assert!(!says_nothing(asked, "It is 5 MB [2]."));
         assert!(!says_nothing(
