@@ -39,53 +39,47 @@ pub struct NoteVectors {
 }
 
 /// Every note's passage hashes and every known vector.
+///
+/// Vectors are kept as one signed byte per element and a scale (element ≈ scale × byte), one
+/// after another in one array. A search reads every vector: in bytes, 30,000 passages of 384
+/// elements are 11 MB instead of 46, read in one pass from start to end; scattered floats kept
+/// the search waiting on memory, not on arithmetic. Rounding moves a cosine by about 0.001,
+/// next to gaps between passages of 0.01 and more.
 #[derive(Debug, Default)]
 pub struct VectorStore {
     /// By the note's vault-relative path.
     pub notes: HashMap<String, NoteVectors>,
-    /// Keyed by hashes already, so hashed again only cheaply: a search looks up every one.
-    vectors: FxHashMap<TextHash, Quantized>,
+    /// The row of each embedded text. Keyed by hashes already, so hashed again only cheaply.
+    rows: FxHashMap<TextHash, usize>,
+    /// Elements per vector (0 until the first).
+    dim: usize,
+    /// Every row's bytes, `dim` a row.
+    values: Vec<i8>,
+    /// Every row's scale.
+    scales: Vec<f32>,
 }
 
-/// A vector kept as one signed byte per element and a scale (element ≈ scale × byte). A
-/// search reads every vector: in bytes, 30,000 passages of 384 elements are 11 MB instead of
-/// 46, and the search waited on memory, not on arithmetic. Rounding moves a cosine by about
-/// 0.001, next to gaps between passages of 0.01 and more.
-#[derive(Debug, Clone)]
-struct Quantized {
-    scale: f32,
-    values: Box<[i8]>,
+/// `v` as bytes, and the scale that brings them back.
+fn quantize(v: &[f32]) -> (f32, impl Iterator<Item = i8> + '_) {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    (scale, v.iter().map(move |x| (x / scale).round() as i8))
 }
 
-impl Quantized {
-    fn new(v: &[f32]) -> Self {
-        let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        Quantized {
-            scale,
-            values: v.iter().map(|x| (x / scale).round() as i8).collect(),
-        }
-    }
-
-    fn to_f32(&self) -> impl Iterator<Item = f32> + '_ {
-        self.values.iter().map(|&q| f32::from(q) * self.scale)
-    }
-
-    /// The dot product with `query`, in integers: the compiler vectorizes an integer sum
-    /// (8 products per instruction here), where a float sum must add in order.
-    fn dot(&self, query: &QueryInts) -> f32 {
-        let sum: i32 = query
-            .values
-            .iter()
-            .zip(&self.values)
-            .map(|(&a, &b)| i32::from(a) * i32::from(b))
-            .sum();
-        sum as f32 * query.scale * self.scale
-    }
+/// The dot product of a row with `query`, in integers: the compiler vectorizes an integer sum,
+/// where a float sum must add in order.
+fn dot(row: &[i8], scale: f32, query: &QueryInts) -> f32 {
+    let sum: i32 = query
+        .values
+        .iter()
+        .zip(row)
+        .map(|(&a, &b)| i32::from(a) * i32::from(b))
+        .sum();
+    sum as f32 * query.scale * scale
 }
 
 /// A query vector rounded to 16-bit integers (error about 1e-5 of its largest element), small
-/// enough that a dot product with a [`Quantized`] vector of its length stays within `i32`.
+/// enough that a dot product with a stored row of its length stays within `i32`.
 struct QueryInts {
     scale: f32,
     values: Vec<i16>,
@@ -122,12 +116,42 @@ pub struct NoteMatch {
 impl VectorStore {
     /// Whether a text hash has its vector.
     pub fn contains(&self, hash: TextHash) -> bool {
-        self.vectors.contains_key(&hash)
+        self.rows.contains_key(&hash)
     }
 
-    /// Stores a vector (rounded to bytes, see `Quantized`).
+    /// Stores a vector (rounded to bytes). All vectors of a store have one length (one
+    /// model); one of another length is not stored.
     pub fn insert(&mut self, hash: TextHash, vector: &[f32]) {
-        self.vectors.insert(hash, Quantized::new(vector));
+        if self.dim == 0 {
+            self.dim = vector.len();
+        }
+        if vector.len() != self.dim || self.dim == 0 {
+            return;
+        }
+        let (scale, bytes) = quantize(vector);
+        match self.rows.get(&hash) {
+            Some(&row) => {
+                let at = row * self.dim;
+                for (slot, b) in self.values[at..at + self.dim].iter_mut().zip(bytes) {
+                    *slot = b;
+                }
+                self.scales[row] = scale;
+            }
+            None => {
+                self.rows.insert(hash, self.scales.len());
+                self.values.extend(bytes);
+                self.scales.push(scale);
+            }
+        }
+    }
+
+    /// Every stored vector, as floats again.
+    fn vectors(&self) -> impl Iterator<Item = (TextHash, impl Iterator<Item = f32> + '_)> + '_ {
+        self.rows.iter().map(|(&hash, &row)| {
+            let scale = self.scales[row];
+            let bytes = &self.values[row * self.dim..(row + 1) * self.dim];
+            (hash, bytes.iter().map(move |&b| f32::from(b) * scale))
+        })
     }
 
     /// Passages known, and how many of them have a vector.
@@ -139,7 +163,7 @@ impl VectorStore {
             done += n
                 .passages
                 .iter()
-                .filter(|h| self.vectors.contains_key(h))
+                .filter(|h| self.rows.contains_key(h))
                 .count();
         }
         (done, total)
@@ -147,24 +171,52 @@ impl VectorStore {
 
     /// Whether any passage has a vector yet.
     pub fn has_vectors(&self) -> bool {
-        !self.vectors.is_empty()
+        !self.rows.is_empty()
     }
 
-    /// Drops vectors no note refers to any more.
+    /// Drops vectors no note refers to any more (the rows left close up).
     pub fn prune(&mut self) {
         let live: std::collections::HashSet<TextHash> = self
             .notes
             .values()
             .flat_map(|n| n.passages.iter().copied())
             .collect();
-        self.vectors.retain(|h, _| live.contains(h));
+        if self.rows.keys().all(|h| live.contains(h)) {
+            return;
+        }
+        let dim = self.dim;
+        let mut kept = VectorStore {
+            dim,
+            ..VectorStore::default()
+        };
+        for (hash, &row) in &self.rows {
+            if live.contains(hash) {
+                kept.rows.insert(*hash, kept.scales.len());
+                kept.values
+                    .extend_from_slice(&self.values[row * dim..(row + 1) * dim]);
+                kept.scales.push(self.scales[row]);
+            }
+        }
+        self.rows = kept.rows;
+        self.values = kept.values;
+        self.scales = kept.scales;
     }
 
     /// Every note with at least one embedded passage, scored by its best passage for `query`
-    /// (a unit vector), best first; only notes `keep` accepts. Brute force: 6,500 notes of five
-    /// passages are ~12 M multiply-adds, a few milliseconds.
+    /// (a unit vector), best first; only notes `keep` accepts. Brute force, every row in one
+    /// pass, then each note's passages looked up: 6,500 notes of five passages are ~12 M
+    /// multiply-adds, a few milliseconds.
     pub fn rank(&self, query: &[f32], keep: impl Fn(&str) -> bool) -> Vec<NoteMatch> {
+        if self.dim == 0 || query.len() != self.dim {
+            return Vec::new();
+        }
         let query = QueryInts::new(query);
+        let row_scores: Vec<f32> = self
+            .values
+            .chunks_exact(self.dim)
+            .zip(&self.scales)
+            .map(|(row, &scale)| dot(row, scale, &query))
+            .collect();
         let mut out = Vec::new();
         for (rel, note) in &self.notes {
             if !keep(rel) {
@@ -173,7 +225,7 @@ impl VectorStore {
             let similarities: Vec<Option<f32>> = note
                 .passages
                 .iter()
-                .map(|h| self.vectors.get(h).map(|v| v.dot(&query)))
+                .map(|h| self.rows.get(h).map(|&row| row_scores[row]))
                 .collect();
             let best = similarities.iter().flatten().copied().reduce(f32::max);
             if let Some(score) = best {
@@ -282,21 +334,21 @@ impl CacheFile {
     pub fn save(&self, store: &VectorStore) -> Result<(), CacheError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let mut body = Vec::with_capacity(HEADER + store.vectors.len() * (8 + 4 * self.dim));
+        let mut body = Vec::with_capacity(HEADER + store.rows.len() * (8 + 4 * self.dim));
         body.extend_from_slice(MAGIC);
         body.extend_from_slice(&self.model);
         body.extend_from_slice(&self.vault);
         body.extend_from_slice(&(self.dim as u32).to_le_bytes());
-        let vectors: Vec<_> = store
-            .vectors
-            .iter()
-            .filter(|(_, v)| v.values.len() == self.dim)
-            .collect();
-        body.extend_from_slice(&(vectors.len() as u64).to_le_bytes());
+        let count = if store.dim == self.dim {
+            store.rows.len()
+        } else {
+            0
+        };
+        body.extend_from_slice(&(count as u64).to_le_bytes());
         // As floats, as the format has always been: bytes read back give the same bytes.
-        for (hash, vector) in vectors {
+        for (hash, vector) in store.vectors().take(count) {
             body.extend_from_slice(&hash.to_le_bytes());
-            for x in vector.to_f32() {
+            for x in vector {
                 body.extend_from_slice(&x.to_le_bytes());
             }
         }
