@@ -93,9 +93,7 @@ fn model_file(name: &str) -> Result<PathBuf, String> {
 /// With no `--embedding-model`: the default model when the shared Hugging Face cache has it,
 /// else none (search by words, and a line on stderr saying how to search by meaning).
 fn default_model_file() -> Option<PathBuf> {
-    let default = models::KNOWN_MODELS
-        .iter()
-        .find(|m| m.alias == models::DEFAULT_MODEL)?;
+    let default = models::known(models::DEFAULT_MODEL)?;
     let found = cached(default.repo, default.file);
     if found.is_none() {
         tracing::info!(

@@ -39,6 +39,11 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
     },
 ];
 
+/// The model known by `alias`.
+pub fn known(alias: &str) -> Option<&'static KnownModel> {
+    KNOWN_MODELS.iter().find(|m| m.alias == alias)
+}
+
 /// Where an `--embedding-model` value points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelName {
@@ -56,7 +61,7 @@ pub enum ModelName {
 /// Reads an `--embedding-model` value: an alias of [`KNOWN_MODELS`], `hf:OWNER/REPO/FILE.gguf`,
 /// or else a path. A malformed `hf:` reference is an error that says the expected form.
 pub fn parse_model_name(name: &str) -> Result<ModelName, String> {
-    if let Some(known) = KNOWN_MODELS.iter().find(|m| m.alias == name) {
+    if let Some(known) = known(name) {
         return Ok(ModelName::Hub {
             repo: known.repo.to_string(),
             file: known.file.to_string(),
@@ -116,6 +121,6 @@ mod tests {
                 "{bad}: {err}"
             );
         }
-        assert!(KNOWN_MODELS.iter().any(|m| m.alias == DEFAULT_MODEL));
+        assert!(known(DEFAULT_MODEL).is_some());
     }
 }

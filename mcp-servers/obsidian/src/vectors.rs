@@ -59,10 +59,16 @@ pub struct VectorStore {
     scales: Vec<f32>,
 }
 
+/// The scale that maps `v`'s largest element to `limit`, rounded integers of `v / scale`
+/// then fitting in ±`limit`.
+fn scale_to(v: &[f32], limit: f32) -> f32 {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max > 0.0 { max / limit } else { 1.0 }
+}
+
 /// `v` as bytes, and the scale that brings them back.
 fn quantize(v: &[f32]) -> (f32, impl Iterator<Item = i8> + '_) {
-    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    let scale = scale_to(v, f32::from(i8::MAX));
     (scale, v.iter().map(move |x| (x / scale).round() as i8))
 }
 
@@ -87,11 +93,10 @@ struct QueryInts {
 
 impl QueryInts {
     fn new(query: &[f32]) -> Self {
-        let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        let limit = (i32::MAX as f32 / (127.0 * query.len().max(1) as f32))
+        let limit = (i32::MAX as f32 / (f32::from(i8::MAX) * query.len().max(1) as f32))
             .min(f32::from(i16::MAX))
             .floor();
-        let scale = if max > 0.0 { max / limit } else { 1.0 };
+        let scale = scale_to(query, limit);
         QueryInts {
             scale,
             values: query.iter().map(|x| (x / scale).round() as i16).collect(),

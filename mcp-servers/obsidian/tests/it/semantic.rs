@@ -344,10 +344,7 @@ async fn a_hub_model_is_taken_from_the_shared_cache_and_never_downloaded() {
     );
 
     cache_as("test/minilm", "minilm.gguf");
-    let bge = obsidian_kb::models::KNOWN_MODELS
-        .iter()
-        .find(|m| m.alias == obsidian_kb::models::DEFAULT_MODEL)
-        .unwrap();
+    let bge = obsidian_kb::models::known(obsidian_kb::models::DEFAULT_MODEL).unwrap();
     cache_as(bge.repo, bge.file);
     for (run, name, file) in [
         (1, Some("hf:test/minilm/minilm.gguf"), "minilm.gguf"),
