@@ -103,6 +103,16 @@ pub struct SearchParams {
     )]
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<usize>,
+    /// Passages per note (default 1, at most 3): a note's next passages follow its best one
+    /// as further hits of the same note, so one call can bring a section the best passage
+    /// only points to.
+    #[serde(
+        default,
+        deserialize_with = "lenient_usize",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 1, max = 3))]
+    pub passages: Option<usize>,
     /// Only notes in this folder (vault-relative, e.g. `Projects/2024`), including subfolders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,

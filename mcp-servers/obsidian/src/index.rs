@@ -166,20 +166,27 @@ struct Fused<'a> {
     semantic: Option<(usize, &'a NoteMatch)>,
 }
 
-/// A search hit: a note and its passage that best matches the query.
+/// A search hit: a note and its passages that best match the query, best first.
 #[derive(Debug, Clone)]
 pub struct Hit {
     /// Note id.
     pub id: u32,
     /// The note's score (passages only choose what is shown, not the order).
     pub score: f32,
-    /// The headings above the passage, outermost first (empty above the first heading).
-    pub heading_path: Vec<String>,
-    /// The passage text (at most [`api::PASSAGE_CHARS`] characters; empty for a note without
-    /// text).
-    pub passage: String,
+    /// At least one passage (with empty text for a note without text), at most as many as
+    /// asked for.
+    pub passages: Vec<HitPassage>,
     /// Which ranking found it.
     pub matched: api::Matched,
+}
+
+/// One passage of a search hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HitPassage {
+    /// The headings above the passage, outermost first (empty above the first heading).
+    pub heading_path: Vec<String>,
+    /// The passage text (at most [`api::PASSAGE_CHARS`] characters).
+    pub text: String,
 }
 
 /// An outgoing link and what it resolves to.
@@ -616,7 +623,7 @@ impl VaultIndex {
     }
 
     /// Ranked search with optional folder and tag filters: the best `limit` notes, each with
-    /// its passage that best matches the query.
+    /// its `passages` (at least one) that best match the query.
     ///
     /// Lexical (BM25F over titles, aliases, headings, tags and text) alone, or, given
     /// `semantic` (every note's best passage by cosine similarity to the query, best first,
@@ -628,6 +635,7 @@ impl VaultIndex {
         &self,
         query: &str,
         limit: usize,
+        passages: usize,
         folder: Option<&str>,
         tag: Option<&str>,
         semantic: Option<&[NoteMatch]>,
@@ -658,12 +666,11 @@ impl VaultIndex {
         let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
         let hit = |id: u32, score: f32, matched, tok: &mut Tokenizer, similarities| {
             let e = self.get(id)?;
-            let (heading_path, passage) = best_passage(e, tok, &terms, &weights, similarities);
+            let passages = best_passages(e, tok, &terms, &weights, similarities, passages);
             Some(Hit {
                 id,
                 score,
-                heading_path,
-                passage,
+                passages,
                 matched,
             })
         };
@@ -806,25 +813,34 @@ impl VaultIndex {
     }
 }
 
-/// The heading path and text of `e`'s passage that best matches the query `terms` (weighted by
-/// `weights`); empty for a note without text. Passages are cut at query time, for the few notes
-/// shown only, so indexing costs nothing more.
+/// The heading paths and texts of `e`'s `count` passages that best match the query `terms`
+/// (weighted by `weights`), best first; one passage with empty text for a note without text.
+/// Passages are cut at query time, for the few notes shown only, so indexing costs nothing more.
 ///
-/// Words choose where they can: on the Obsidian help questions, the passage the query's words
-/// favour held an answer keyword more often than the one most similar in meaning, or any blend
-/// of the two (measured with all-MiniLM-L6-v2). Meaning chooses only for a note whose passages
-/// share no word with the query (found by meaning, or by its title or tags); without
-/// `similarities` (each passage's, in note order) such a note gives its first passage.
-fn best_passage(
+/// Words choose first where they can: on the Obsidian help questions, the passage the query's
+/// words favour held an answer keyword more often than the one most similar in meaning, or any
+/// blend of the two (measured with all-MiniLM-L6-v2). Further passages alternate between the
+/// two rankings (the best by meaning, the second by words, …), so a second passage brings what
+/// words alone would miss. A note whose passages share no word with the query (found by
+/// meaning, or by its title or tags) is ranked by meaning alone; without `similarities` (each
+/// passage's, in note order) such a note gives its passages in order.
+fn best_passages(
     e: &NoteEntry,
     tok: &mut Tokenizer,
     terms: &[String],
     weights: &[f32],
     similarities: Option<&[Option<f32>]>,
-) -> (Vec<String>, String) {
+    count: usize,
+) -> Vec<HitPassage> {
     let body = e.body();
     let headings = &e.parsed.headings;
     let passages = e.passages();
+    if passages.is_empty() {
+        return vec![HitPassage {
+            heading_path: Vec::new(),
+            text: String::new(),
+        }];
+    }
     let by_words = search::passage_scores(
         tok,
         terms,
@@ -833,27 +849,53 @@ fn best_passage(
             .iter()
             .map(|p| (p.heading_path(headings), p.text(body))),
     );
-    // The highest score; ties to the earlier passage.
-    let highest = |scores: &mut dyn Iterator<Item = (usize, f32)>| {
-        scores
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map(|(i, _)| i)
-    };
-    let best_by_words =
-        highest(&mut by_words.iter().copied().enumerate()).filter(|&i| by_words[i] > 0.0);
-    let best_by_meaning = || {
-        let sims = similarities.filter(|s| s.len() == passages.len())?;
-        highest(
-            &mut sims
-                .iter()
-                .enumerate()
-                .filter_map(|(i, x)| Some((i, (*x)?))),
-        )
-    };
-    match best_by_words.or_else(best_by_meaning).or(Some(0)) {
-        Some(i) if i < passages.len() => e.passage_parts(&passages[i]),
-        _ => (Vec::new(), String::new()),
+    let similarities = similarities.filter(|s| s.len() == passages.len());
+    passage_order(&by_words, similarities, count)
+        .into_iter()
+        .map(|i| {
+            let (heading_path, text) = e.passage_parts(&passages[i]);
+            HitPassage { heading_path, text }
+        })
+        .collect()
+}
+
+/// The order in which a note's passages are shown, `count` at most: the best by words (a
+/// positive score in `by_words`), then the best by meaning (`similarities`, one per passage),
+/// then the second by words, and so on; then the rest in note order.
+fn passage_order(
+    by_words: &[f32],
+    similarities: Option<&[Option<f32>]>,
+    count: usize,
+) -> Vec<usize> {
+    let words = ranked(by_words.iter().map(|&s| Some(s).filter(|s| *s > 0.0)));
+    let meaning = similarities
+        .map(|s| ranked(s.iter().copied()))
+        .unwrap_or_default();
+    let alternating = (0..words.len().max(meaning.len()))
+        .flat_map(|k| [words.get(k), meaning.get(k)])
+        .flatten()
+        .copied();
+    let mut order: Vec<usize> = Vec::with_capacity(count);
+    for i in alternating.chain(0..by_words.len()) {
+        if order.len() == count {
+            break;
+        }
+        if !order.contains(&i) {
+            order.push(i);
+        }
     }
+    order
+}
+
+/// Indices of the scored items, highest score first, ties to the earlier; unscored ones left
+/// out.
+fn ranked(scores: impl Iterator<Item = Option<f32>>) -> Vec<usize> {
+    let mut scored: Vec<(usize, f32)> = scores
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s?)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.into_iter().map(|(i, _)| i).collect()
 }
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.
@@ -861,4 +903,26 @@ fn folder_filter(f: &str) -> String {
     let f = f.trim();
     let f = f.strip_prefix("note://").unwrap_or(f);
     resolve::fold(f.trim_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passages_alternate_between_words_and_meaning_then_follow_note_order() {
+        let words = [0.0, 3.0, 1.0, 0.0, 2.0];
+        let meaning = [Some(0.9), Some(0.8), None, Some(0.1), Some(0.2)];
+        // Words' best, meaning's best, words' second (meaning's second is taken), …
+        assert_eq!(passage_order(&words, Some(&meaning), 1), [1]);
+        assert_eq!(passage_order(&words, Some(&meaning), 3), [1, 0, 4]);
+        assert_eq!(passage_order(&words, Some(&meaning), 9), [1, 0, 4, 2, 3]);
+        // Words alone: their ranking, then the unmatched passages in note order.
+        assert_eq!(passage_order(&words, None, 4), [1, 4, 2, 0]);
+        // No word matches: meaning alone; neither: note order.
+        assert_eq!(passage_order(&[0.0; 5], Some(&meaning), 3), [0, 1, 4]);
+        assert_eq!(passage_order(&[0.0; 3], None, 2), [0, 1]);
+        // Ties go to the earlier passage.
+        assert_eq!(passage_order(&[1.0, 1.0], None, 1), [0]);
+    }
 }

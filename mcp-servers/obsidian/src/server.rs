@@ -144,6 +144,8 @@ const MAX_LIMIT: usize = 500;
 /// Most search hits per call (what the schema promises; each hit is a passage of up to
 /// [`api::PASSAGE_CHARS`] characters).
 const MAX_SEARCH_LIMIT: usize = 50;
+/// Most passages of one note in a search result.
+const MAX_PASSAGES_PER_NOTE: usize = 3;
 const MAX_READ_CHARS: usize = 100_000;
 
 /// The MCP server.
@@ -316,6 +318,7 @@ impl Tools {
             return Ok(fail("The query is too long (at most 2000 bytes)."));
         }
         let limit = p.limit.unwrap_or(5).clamp(1, MAX_SEARCH_LIMIT);
+        let passages = p.passages.unwrap_or(1).clamp(1, MAX_PASSAGES_PER_NOTE);
         // The query is embedded before the index lock is taken: it may wait for a batch of
         // background embedding to finish.
         let by_meaning = match self.semantic.as_deref().map(|s| {
@@ -333,28 +336,32 @@ impl Tools {
         let hits = idx.search(
             &p.query,
             limit,
+            passages,
             p.folder.as_deref(),
             p.tag.as_deref(),
             by_meaning.as_deref(),
         );
         let vault_name = idx.vault().name();
+        // One hit per passage: a note's further passages follow its best one.
+        let mut found = Vec::new();
+        for h in hits {
+            let Some(e) = idx.get(h.id) else { continue };
+            let score = (f64::from(h.score) * 1000.0).round() / 1000.0;
+            for p in h.passages {
+                let heading = p.heading_path.last().map(String::as_str);
+                found.push(SearchHit {
+                    uri: e.uri(),
+                    title: e.title.clone(),
+                    link: api::obsidian_link(&vault_name, &e.rel, heading),
+                    heading_path: p.heading_path,
+                    passage: p.text,
+                    score,
+                    matched: h.matched,
+                });
+            }
+        }
         let out = SearchOutput {
-            hits: hits
-                .into_iter()
-                .filter_map(|h| {
-                    let e = idx.get(h.id)?;
-                    let heading = h.heading_path.last().map(String::as_str);
-                    Some(SearchHit {
-                        uri: e.uri(),
-                        title: e.title.clone(),
-                        link: api::obsidian_link(&vault_name, &e.rel, heading),
-                        heading_path: h.heading_path,
-                        passage: h.passage,
-                        score: (f64::from(h.score) * 1000.0).round() / 1000.0,
-                        matched: h.matched,
-                    })
-                })
-                .collect(),
+            hits: found,
             ranking: if by_meaning.is_some() {
                 api::Ranking::Hybrid
             } else {

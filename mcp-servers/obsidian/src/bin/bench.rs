@@ -115,7 +115,7 @@ fn index_and_search(dir: &Path) -> anyhow::Result<()> {
     for round in 0..20 {
         for q in QUERIES {
             let t = Instant::now();
-            let h = index.search(q, 5, None, None, None);
+            let h = index.search(q, 5, 1, None, None, None);
             let el = t.elapsed();
             if round > 0 {
                 times.push(el);
@@ -521,7 +521,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         vec![("words", vec![]), ("meaning", vec![]), ("fused", vec![])];
     let mut query_times = Vec::new();
     for (q, gold) in &questions {
-        let lexical = rels(&idx.search(q, k, None, None, None));
+        let lexical = rels(&idx.search(q, k, 1, None, None, None));
         table[0].1.push(gold_rank(&lexical, gold));
         if let Some(s) = &semantic {
             let t = Instant::now();
@@ -529,7 +529,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             query_times.push(t.elapsed());
             let by_meaning: Vec<String> = ranked.iter().take(k).map(|m| m.rel.clone()).collect();
             table[1].1.push(gold_rank(&by_meaning, gold));
-            let fused = rels(&idx.search(q, k, None, None, Some(&ranked)));
+            let fused = rels(&idx.search(q, k, 1, None, None, Some(&ranked)));
             table[2].1.push(gold_rank(&fused, gold));
             if gold_rank(&fused, gold).is_none() {
                 let top: Vec<String> = ranked

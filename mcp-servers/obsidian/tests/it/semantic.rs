@@ -194,6 +194,31 @@ async fn paraphrased_questions_find_their_passage_by_meaning_and_not_by_words() 
         assert_eq!(hit["matched"], "meaning", "{question}: {hit}");
         assert_eq!(out["embedded"]["passages"], out["embedded"]["total"]);
     }
+    // A second passage of a note found by meaning: the next closest in meaning.
+    let (question, uri, _) = PARAPHRASES[1];
+    let out = structured(
+        &call(
+            &meaning,
+            "search_notes",
+            json!({ "query": question, "limit": 3, "passages": 2 }),
+        )
+        .await,
+    );
+    let paths: Vec<&Value> = out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["uri"] == uri)
+        .map(|h| &h["heading_path"])
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            &json!(["Sourdough", "Starter"]),
+            &json!(["Sourdough", "Baking day"])
+        ],
+        "{out:?}"
+    );
     // Exact names still win: the title query puts that note first.
     let out = search(&meaning, "Reading list").await;
     assert_eq!(hit_uris(&out)[0], "note://Reading list");

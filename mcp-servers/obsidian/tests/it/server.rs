@@ -611,6 +611,33 @@ async fn search_returns_the_matching_section_with_its_heading_path_and_link() {
         text(&r)
     );
 
+    // More passages per note: the best one first, then others of the same note, each a hit
+    // of its own with its own heading and link; at most 3.
+    let bake = "how long should bread bake in the oven";
+    for (asked, given) in [(2, 2), (9, 3)] {
+        let r = call(
+            &c,
+            "search_notes",
+            json!({"query": bake, "limit": 1, "passages": asked}),
+        )
+        .await;
+        let hits = structured(&r)["hits"].as_array().unwrap().clone();
+        assert_eq!(hits.len(), given, "{hits:?}");
+        assert!(
+            hits.iter()
+                .all(|h| h["uri"] == "note://Recipes/Bread & Butter")
+        );
+        assert_eq!(
+            hits[0]["heading_path"],
+            json!(["Bread & Butter", "Sourdough", "Baking"])
+        );
+        let paths: std::collections::HashSet<String> =
+            hits.iter().map(|h| h["heading_path"].to_string()).collect();
+        assert_eq!(paths.len(), given, "each a different passage: {hits:?}");
+        assert_ne!(hits[0]["link"], hits[1]["link"]);
+        assert!(text(&r).contains("\n\n2. Bread & Butter"), "{}", text(&r));
+    }
+
     // A long section: the part holding the answer, within the cap, under the section's path.
     let r = call(&c, "search_notes", json!({"query": "zeppelin hangar"})).await;
     let hit = &structured(&r)["hits"][0];
