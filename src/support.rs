@@ -38,7 +38,8 @@ pub struct Checked {
     pub replaced: Option<(usize, BTreeSet<usize>)>,
 }
 
-/// How much of `answer`'s own evidence each source holds, by position in `sources`.
+/// How much of `answer`'s own evidence each source holds, by position in `sources`: each term
+/// the answer uses and the question does not, shared among the sources holding it.
 pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
     let mut tokenizer = Tokenizer::default();
     let terms = own_terms(&mut tokenizer, question, answer);
@@ -54,7 +55,14 @@ pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
         let holders: Vec<usize> = (0..sources.len())
             .filter(|&i| held[i].contains(term))
             .collect();
-        let weight = 1.0 / holders.len().max(1) as f32;
+        // A term with a digit (a size, a price, a key, a date) is a fact no paraphrase makes
+        // up: it counts double.
+        let specific = if term.bytes().any(|b| b.is_ascii_digit()) {
+            2.0
+        } else {
+            1.0
+        };
+        let weight = specific / holders.len().max(1) as f32;
         for i in holders {
             scores[i] += weight;
         }
@@ -168,6 +176,30 @@ mod tests {
         let checked = check(&numbers(&[1]), &evidence);
         assert_eq!(checked.numbers, numbers(&[2]));
         assert_eq!(checked.replaced, Some((2, numbers(&[1]))));
+    }
+
+    #[test]
+    fn a_number_found_in_one_source_alone_is_evidence_enough() {
+        let sources = [
+            source(
+                1,
+                "Media files",
+                "Use svg, webp and png images, optimized to reduce their file size.",
+            ),
+            source(
+                2,
+                "Publish limitations",
+                "You can upload files up to 50mb in size to your Publish site.",
+            ),
+        ];
+        let question = "What's the largest file I can upload to the site for my published notes?";
+        let answer = "The largest file you can upload is up to 50mb in size. [1]";
+        let checked = check(&numbers(&[1]), &evidence(question, answer, &sources));
+        assert_eq!(checked.numbers, numbers(&[2]));
+        // A plain word alone is not enough to overrule the number written.
+        let plain = "You can upload it if it is small in size. [1]";
+        let checked = check(&numbers(&[1]), &evidence(question, plain, &sources));
+        assert_eq!(checked.numbers, numbers(&[1]));
     }
 
     #[test]
