@@ -4,9 +4,11 @@
 //! With a vault server, a question starts with a search for the question as asked: its passages
 //! become numbered sources before the model writes anything, so even a small model answers
 //! from the notes, and it answers from them at once. Only an answer that the notes do not say
-//! is held back from the user: then the model decides whether to look further (measured on 43
-//! questions with a 1.5B model, a decision step before every answer took 47% of the time and
-//! found no gold note that the opening search had not). Without a vault server, or with
+//! is held back from the user: then the agent adds further passages of the leading notes (a
+//! 1.5B model told to look further only repeats the opening search), and the model decides
+//! whether to look further still (measured on 43 questions with a 1.5B model, a decision step
+//! before every answer took 47% of the time and found no gold note that the opening search
+//! had not). A call made before in the turn is not made again: the answer comes next. Without a vault server, or with
 //! `answer_first` off, decisions come first. Each decision step renders the conversation
 //! *with* tool schemas and generates under the tool grammar, whose note references can only be
 //! ones already seen; calls are checked, approved, routed (independent calls run concurrently)
@@ -51,6 +53,12 @@ const DECISION_TOKENS: usize = 256;
 const ATTRIBUTION_TOKENS: usize = 24;
 /// Passages the opening search puts in front of the model.
 const RETRIEVED_PASSAGES: usize = 5;
+/// When the first answer is that the notes do not say: the leading notes whose further
+/// passages the agent reads before the model decides (a note's answer is often in another
+/// section than the one matching the question's words; a 1.5B model asked to look further
+/// only repeats the opening search), and how many passages of each.
+const WIDENED_NOTES: usize = 3;
+const WIDENED_PASSAGES: usize = 3;
 /// Characters of each source quoted when the model wrote no answer.
 const FALLBACK_QUOTE_CHARS: usize = 300;
 
@@ -256,14 +264,21 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let mut signatures: Vec<String> = Vec::new();
 
         let retrieved = match &vault {
-            Some(vault) => self.retrieve(
-                vault,
-                question,
-                &tools,
-                conversation,
-                &mut sources,
-                &mut steps,
-            )?,
+            Some(vault) => {
+                let opening = api::SearchParams {
+                    query: question.to_string(),
+                    limit: Some(RETRIEVED_PASSAGES),
+                    ..api::SearchParams::default()
+                };
+                self.retrieve(
+                    vault,
+                    &opening,
+                    &tools,
+                    conversation,
+                    &mut sources,
+                    &mut steps,
+                )?
+            }
             None => None,
         };
         // Small models copy the opening call; repeating it counts as a repeated call.
@@ -284,6 +299,25 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             held = Some((answered, shown, steps.len()));
         }
         let looked_at = conversation.len();
+        if let (Some(vault), Some(_)) = (&vault, &held)
+            && !sources.list().is_empty()
+        {
+            let wider = api::SearchParams {
+                query: question.to_string(),
+                limit: Some(WIDENED_NOTES),
+                passages: Some(WIDENED_PASSAGES),
+                ..api::SearchParams::default()
+            };
+            let widened = self.retrieve(
+                vault,
+                &wider,
+                &tools,
+                conversation,
+                &mut sources,
+                &mut steps,
+            )?;
+            signatures.extend(widened.as_deref().map(call_signature));
+        }
 
         for step_index in 0..self.options.max_steps {
             let domains = vault
@@ -323,10 +357,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 Reply::Calls(calls) => calls,
             };
             let signature = call_signature(&calls);
-            let repeated = signatures.last() == Some(&signature)
-                || (signatures.len() >= 3
-                    && signatures[signatures.len() - 2] == signature
-                    && signatures[signatures.len() - 1] == signatures[signatures.len() - 3]);
+            // Calls made before in this turn would bring back what the model has (an A-B-A
+            // cycle too).
+            let repeated = signatures.contains(&signature);
             signatures.push(signature);
             if repeated {
                 // The answer step comes next: the repeated call and a scolding would only be
@@ -361,26 +394,24 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         Ok(finish(conversation, question, &sources, steps, answered))
     }
 
-    /// The opening search: the question as asked, through the vault's search tool like any
-    /// call, its passages numbered as sources. Returns the call when it ran.
+    /// A search the agent makes itself (the question as asked), through the vault's search
+    /// tool like any call, its passages numbered as sources: the opening search, and the wider
+    /// one after an answer that the notes do not say. It enters the conversation only when it
+    /// brought a passage not shown yet. Returns the call when it ran.
     fn retrieve(
         &mut self,
         vault: &VaultTools,
-        question: &str,
+        params: &api::SearchParams,
         tools: &[ToolSpec],
         conversation: &mut Vec<Message>,
         sources: &mut Sources,
         steps: &mut Vec<StepRecord>,
     ) -> Result<Option<Vec<ToolCall>>, AgentError> {
-        let params = api::SearchParams {
-            query: question.to_string(),
-            limit: Some(RETRIEVED_PASSAGES),
-            ..api::SearchParams::default()
-        };
-        let Some(call) = vault.call(api::SEARCH_NOTES, &params) else {
+        let Some(call) = vault.call(api::SEARCH_NOTES, params) else {
             return Ok(None);
         };
         let calls = [call];
+        let known = sources.list().len();
         let (records, texts) = self.run_calls(&calls, Some(vault), sources)?;
         let written = format!("[{}]", calls[0].to_pythonic());
         steps.push(StepRecord {
@@ -389,6 +420,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             calls: records,
             stats: GenerationStats::default(),
         });
+        if sources.list().len() == known && known > 0 {
+            return Ok(Some(calls.to_vec()));
+        }
         // At most half of what is free: the model may still want to read a note whole.
         let budget = self.result_budget(conversation, tools)? / 2;
         conversation.push(Message::assistant(written));

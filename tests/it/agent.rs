@@ -167,14 +167,16 @@ fn the_notes_not_saying_is_held_back_while_the_model_looks_further() {
             "The notes do not say.",
             r#"[read_note(uri="note://Projects/Beta")]"#,
             "I have enough.",
-            "First prototype the valve board [3].",
+            "First prototype the valve board [5].",
         ],
         8192,
     );
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Kettleby field trial");
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "answer", "decision", "decision", "answer"]
+        [
+            "retrieve", "answer", "retrieve", "decision", "decision", "answer"
+        ]
     );
     assert_eq!(turn.steps[1].output, "The notes do not say.");
     // The decision step had the schemas; the held answer is in no prompt and was never shown
@@ -191,14 +193,53 @@ fn the_notes_not_saying_is_held_back_while_the_model_looks_further() {
             .iter()
             .all(|m| m.content != "The notes do not say.")
     );
-    let read = &turn.steps[2].calls[0];
+    let read = &turn.steps[3].calls[0];
     assert!(read.ok && read.name == "read_note");
     let last = model.prompts.last().unwrap();
     assert!(last.contains("Prototype the valve board."), "{last}");
-    assert_eq!(turn.answer, "First prototype the valve board [3].");
+    assert_eq!(turn.answer, "First prototype the valve board [5].");
     let cited: Vec<_> = turn.citations.iter().filter(|c| c.cited).collect();
     assert_eq!(cited.len(), 1);
     assert_eq!(cited[0].uri, "note://Projects/Beta");
+}
+
+/// Before the model decides, the agent reads further passages of the leading notes itself: a
+/// 1.5B model asked to look further only repeats the opening search. Passages shown already
+/// are named, not repeated.
+#[test]
+fn the_notes_not_saying_brings_more_passages_of_the_leading_notes_first() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            "The notes do not say.",
+            "I have enough.",
+            "The controller ships by June [4].",
+        ],
+        8192,
+    );
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "Kettleby field trial");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer", "retrieve", "decision", "answer"]
+    );
+    let wider = &turn.steps[2].calls[0];
+    assert_eq!(wider.name, "search_notes");
+    assert_eq!(wider.arguments["query"], "Kettleby field trial");
+    assert_eq!(wider.arguments["passages"], 3);
+    let results = ipython_messages(&conversation);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[1].contains("Ship the irrigation controller by June."));
+    assert!(
+        results[1].contains("Beta › Goals › Q2 (note://Projects/Beta): as above."),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[1].matches("Field trial in Kettleby.").count(), 0);
+    let last = model.prompts.last().unwrap();
+    assert!(last.contains("Ship the irrigation controller by June."));
+    let cited: Vec<_> = turn.citations.iter().filter(|c| c.cited).collect();
+    assert_eq!(cited.len(), 1);
+    assert_eq!(cited[0].heading_path, ["Beta", "Goals"]);
 }
 
 #[test]
@@ -359,9 +400,10 @@ fn an_answer_from_no_source_gets_no_citation() {
         2,
         "no attribution question, no second answer"
     );
+    // The wider search ran and found nothing new: nothing was added for the model to read.
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "decision", "answer"]
+        ["retrieve", "retrieve", "decision", "answer"]
     );
     assert_eq!(turn.answer, "The notes do not say.");
     assert!(turn.citations.iter().all(|c| !c.cited));
@@ -443,21 +485,21 @@ fn copying_the_opening_search_counts_as_a_repeat() {
 }
 
 #[test]
-fn an_a_b_a_b_cycle_forces_the_answer() {
+fn a_call_made_before_in_the_turn_forces_the_answer() {
     let rig = rig(&fixture_vault());
     let a = r#"[read_note(uri="Home")]"#;
     let b = r#"[search_notes(query="home")]"#;
-    let mut model = ScriptedModel::new([a, b, a, b, "Enough."], 8192);
+    let mut model = ScriptedModel::new([a, b, a, "Enough."], 8192);
     let options = AgentOptions {
         max_steps: 10,
         ..decide_first()
     };
     let (turn, _) = rig.ask(&mut model, options, "Loop?");
     assert_eq!(turn.answer, "Enough.");
-    assert_eq!(turn.steps.len(), 6);
+    assert_eq!(turn.steps.len(), 5);
     assert!(
-        turn.steps[4].calls.is_empty(),
-        "the fourth decision closed the cycle and ran nothing"
+        turn.steps[3].calls.is_empty(),
+        "the third decision repeated the first and ran nothing"
     );
 }
 
