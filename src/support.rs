@@ -55,14 +55,11 @@ pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
         let holders: Vec<usize> = (0..sources.len())
             .filter(|&i| held[i].contains(term))
             .collect();
-        // A term with a digit (a size, a price, a key, a date) is a fact no paraphrase makes
-        // up: it counts double.
-        let specific = if term.bytes().any(|b| b.is_ascii_digit()) {
-            2.0
-        } else {
-            1.0
-        };
-        let weight = specific / holders.len().max(1) as f32;
+        // A term with a digit (a size, a price, a key, a date) that one source alone holds is
+        // a fact no paraphrase makes up: it counts double. Shared ones (`00` of two times)
+        // single out nothing.
+        let specific = term.bytes().any(|b| b.is_ascii_digit()) && holders.len() == 1;
+        let weight = if specific { 2.0 } else { 1.0 } / holders.len().max(1) as f32;
         for i in holders {
             scores[i] += weight;
         }
