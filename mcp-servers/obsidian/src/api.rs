@@ -103,9 +103,7 @@ pub struct SearchParams {
     )]
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<usize>,
-    /// Passages per note (default 1, at most 3): a note's next passages follow its best one
-    /// as further hits of the same note, so one call can bring a section the best passage
-    /// only points to.
+    /// Passages per note (default 1, at most 3), each a hit.
     #[serde(
         default,
         deserialize_with = "lenient_usize",
