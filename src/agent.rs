@@ -8,13 +8,14 @@
 //! 1.5B model told to look further only repeats the opening search), and the model decides
 //! whether to look further still (measured on 43 questions with a 1.5B model, a decision step
 //! before every answer took 47% of the time and found no gold note that the opening search
-//! had not). A call made before in the turn is not made again: the answer comes next. Without a vault server, or with
-//! `answer_first` off, decisions come first. Each decision step renders the conversation
-//! *with* tool schemas and generates under the tool grammar, whose note references can only be
-//! ones already seen; calls are checked, approved, routed (independent calls run concurrently)
-//! and their results appended as one `ipython` message. When the model answers in text, the
-//! step cap is reached, or it repeats itself, the answer step renders the conversation
-//! *without* schemas and streams the answer under a grammar that cannot open a call.
+//! had not). A call made before in the turn is not made again: the answer comes next.
+//! Without a vault server, or with `answer_first` off, decisions come first. Each decision
+//! step renders the conversation *with* tool schemas and generates under the tool grammar,
+//! whose note references can only be ones already seen; calls are checked, approved, routed
+//! (independent calls run concurrently) and their results appended as one `ipython` message.
+//! When the model answers in text, the step cap is reached, or it repeats itself, the answer
+//! step renders the conversation *without* schemas and streams the answer under a grammar
+//! that cannot open a call.
 //! Citations are the sources the answer names by number, never notes the model merely mentions.
 //!
 //! **Architecture invariant:** the agent is the one module that knows every stage; it talks to
