@@ -822,9 +822,10 @@ impl VaultIndex {
 /// blend of the two (measured with all-MiniLM-L6-v2). Then comes the note's opening, then
 /// the two rankings in turn (the best by meaning, the second by words, …), so further passages
 /// bring what words alone would miss: on the help questions, with 3 passages of the top 3
-/// notes, an answer keyword is in the passages for 31 of 43 (29 without the opening). A note whose passages share no word with the query (found by
-/// meaning, or by its title or tags) is ranked by meaning alone; without `similarities` (each
-/// passage's, in note order) such a note gives its passages in order.
+/// notes, an answer keyword is in the passages for 31 of 43 (29 without the opening). A note
+/// whose passages share no word with the query (found by meaning, or by its title or tags) is
+/// ranked by meaning alone; without `similarities` (each passage's, in note order) such a note
+/// gives its passages in order.
 fn best_passages(
     e: &NoteEntry,
     tok: &mut Tokenizer,
