@@ -18,10 +18,15 @@
 //!   `initialize` reply (search by words is ready) and the moment its status resource says
 //!   search is hybrid; then one `search_notes` at a time over stdio (p50/p99, query embedding
 //!   included) and the server's peak RSS.
-//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]`:
+//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
 //!   vault paths, as in `benches/qa/`) reports whether a gold note is in the top K (default
-//!   5) by words alone, by meaning alone and fused, with the mean reciprocal rank of each.
+//!   5) by words alone, by meaning alone and fused, with the mean reciprocal rank of each. With
+//!   the file's `keywords`, it also reports for how many questions an answer keyword is in the
+//!   text a model would be shown: the top K notes' titles, headings and P passages each
+//!   (default 1; `2,1` gives the first note two and the rest one), as `search_notes` returns
+//!   them. No model can write a keyword it is not shown
+//!   (or already knows), so this bounds what the answer-quality benchmark can score.
 //!
 //! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
 //! before a change) can be measured with the same client.
@@ -90,7 +95,7 @@ const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench flood VAULT_DIR [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]
        obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
        obsidian-kb-bench hybrid VAULT_DIR --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]
-       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K]";
+       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -469,6 +474,25 @@ fn startup(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Text in the form `benches/answer-quality` compares keywords in: case, runs of whitespace,
+/// dash variants, Markdown `code` and *emphasis* marks, and spaces around `+` do not matter.
+fn normalise(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .filter(|c| !matches!(c, '`' | '*'))
+        .map(|c| match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+            c => c,
+        })
+        .collect();
+    let text = text.to_lowercase();
+    let spaced = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    spaced
+        .replace(" + ", "+")
+        .replace(" +", "+")
+        .replace("+ ", "+")
+}
+
 /// Rank (0-based) of the first gold note in `rels`, if any.
 fn gold_rank(rels: &[String], gold: &[String]) -> Option<usize> {
     rels.iter().position(|r| gold.contains(r))
@@ -479,21 +503,31 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
     let dir = Path::new(args.first().ok_or_else(|| anyhow::anyhow!("{USAGE}"))?);
     let qa = flag(args, "--qa").ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
     let k: usize = flag(args, "--k").map_or(Ok(5), str::parse)?;
+    // Passages per note, by rank: `2,1` shows two of the first note's and one of each other's.
+    let per_rank: Vec<usize> = flag(args, "--passages")
+        .unwrap_or("1")
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    let passages = per_rank.iter().copied().max().unwrap_or(1);
+    let passages_at = |rank: usize| per_rank.get(rank).or(per_rank.last()).copied();
     let model = flag(args, "--embedding-model").map(PathBuf::from);
-    let questions: Vec<(String, Vec<String>)> = std::fs::read_to_string(qa)?
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let questions: Vec<(String, Vec<String>, Vec<String>)> = std::fs::read_to_string(qa)?
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: Value = serde_json::from_str(l)?;
-            let gold = v["gold"]
-                .as_array()
-                .map(|g| {
-                    g.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok((v["question"].as_str().unwrap_or_default().to_string(), gold))
+            let q = v["question"].as_str().unwrap_or_default().to_string();
+            Ok((q, strings(&v["gold"]), strings(&v["keywords"])))
         })
         .collect::<anyhow::Result<_>>()?;
     let (index, stats) = obsidian_kb::VaultIndex::build(obsidian_kb::Vault::open(dir)?);
@@ -519,9 +553,28 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
     };
     let mut table: Vec<(&str, Vec<Option<usize>>)> =
         vec![("words", vec![]), ("meaning", vec![]), ("fused", vec![])];
+    // What a model is shown of the hits: each note's title, and its passages under their
+    // headings.
+    let shown = |hits: &[obsidian_kb::index::Hit]| -> String {
+        let mut text = String::new();
+        for (rank, h) in hits.iter().enumerate() {
+            text.push_str(idx.get(h.id).map_or("", |e| e.title.as_str()));
+            for p in h.passages.iter().take(passages_at(rank).unwrap_or(1)) {
+                text.push('\n');
+                text.push_str(&p.heading_path.join(" › "));
+                text.push('\n');
+                text.push_str(&p.text);
+            }
+            text.push('\n');
+        }
+        normalise(&text)
+    };
+    let mut shown_keyword = 0;
     let mut query_times = Vec::new();
-    for (q, gold) in &questions {
-        let lexical = rels(&idx.search(q, k, 1, None, None, None));
+    for (q, gold, keywords) in &questions {
+        let lexical = idx.search(q, k, passages, None, None, None);
+        let mut final_hits = lexical.clone();
+        let lexical = rels(&lexical);
         table[0].1.push(gold_rank(&lexical, gold));
         if let Some(s) = &semantic {
             let t = Instant::now();
@@ -529,7 +582,8 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             query_times.push(t.elapsed());
             let by_meaning: Vec<String> = ranked.iter().take(k).map(|m| m.rel.clone()).collect();
             table[1].1.push(gold_rank(&by_meaning, gold));
-            let fused = rels(&idx.search(q, k, 1, None, None, Some(&ranked)));
+            final_hits = idx.search(q, k, passages, None, None, Some(&ranked));
+            let fused = rels(&final_hits);
             table[2].1.push(gold_rank(&fused, gold));
             if gold_rank(&fused, gold).is_none() {
                 let top: Vec<String> = ranked
@@ -539,6 +593,12 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
                     .collect();
                 println!("  fused miss: {q} (by meaning: {})", top.join(", "));
             }
+        }
+        let text = shown(&final_hits);
+        if keywords.iter().any(|w| text.contains(&normalise(w))) {
+            shown_keyword += 1;
+        } else if !keywords.is_empty() {
+            println!("  no keyword shown: {q}");
         }
     }
     for (name, ranks) in &table {
@@ -556,6 +616,13 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             "{name:>8}: hit@{k} {hits}/{} ({:.0}%), MRR@{k} {mrr:.3}",
             ranks.len(),
             100.0 * hits as f64 / ranks.len() as f64
+        );
+    }
+    let with_keywords = questions.iter().filter(|q| !q.2.is_empty()).count();
+    if with_keywords > 0 {
+        println!(
+            "keyword shown ({k} notes, passages by rank {per_rank:?}): {shown_keyword}/{with_keywords} ({:.0}%)",
+            100.0 * shown_keyword as f64 / with_keywords as f64
         );
     }
     if !query_times.is_empty() {
