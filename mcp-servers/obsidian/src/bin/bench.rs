@@ -25,8 +25,8 @@
 //!   the file's `keywords`, it also reports for how many questions an answer keyword is in the
 //!   text a model would be shown: the top K notes' titles, headings and P passages each
 //!   (default 1; `2,1` gives the first note two and the rest one), as `search_notes` returns
-//!   them. No model can write a keyword it is not shown
-//!   (or already knows), so this bounds what the answer-quality benchmark can score.
+//!   them. No model can write a keyword it is not shown (or already knows), so this bounds
+//!   what the answer-quality benchmark can score.
 //!
 //! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
 //! before a change) can be measured with the same client.
@@ -510,7 +510,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         .map(str::parse)
         .collect::<Result<_, _>>()?;
     let passages = per_rank.iter().copied().max().unwrap_or(1);
-    let passages_at = |rank: usize| per_rank.get(rank).or(per_rank.last()).copied();
+    let passages_at = |rank: usize| per_rank.get(rank).or(per_rank.last()).map_or(1, |&p| p);
     let model = flag(args, "--embedding-model").map(PathBuf::from);
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -559,7 +559,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         let mut text = String::new();
         for (rank, h) in hits.iter().enumerate() {
             text.push_str(idx.get(h.id).map_or("", |e| e.title.as_str()));
-            for p in h.passages.iter().take(passages_at(rank).unwrap_or(1)) {
+            for p in h.passages.iter().take(passages_at(rank)) {
                 text.push('\n');
                 text.push_str(&p.heading_path.join(" › "));
                 text.push('\n');
@@ -573,27 +573,30 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
     let mut query_times = Vec::new();
     for (q, gold, keywords) in &questions {
         let lexical = idx.search(q, k, passages, None, None, None);
-        let mut final_hits = lexical.clone();
-        let lexical = rels(&lexical);
-        table[0].1.push(gold_rank(&lexical, gold));
-        if let Some(s) = &semantic {
-            let t = Instant::now();
-            let ranked = s.rank(q)?.unwrap_or_default();
-            query_times.push(t.elapsed());
-            let by_meaning: Vec<String> = ranked.iter().take(k).map(|m| m.rel.clone()).collect();
-            table[1].1.push(gold_rank(&by_meaning, gold));
-            final_hits = idx.search(q, k, passages, None, None, Some(&ranked));
-            let fused = rels(&final_hits);
-            table[2].1.push(gold_rank(&fused, gold));
-            if gold_rank(&fused, gold).is_none() {
-                let top: Vec<String> = ranked
-                    .iter()
-                    .take(3)
-                    .map(|m| format!("{} {:.2}", m.rel, m.score))
-                    .collect();
-                println!("  fused miss: {q} (by meaning: {})", top.join(", "));
+        table[0].1.push(gold_rank(&rels(&lexical), gold));
+        let final_hits = match &semantic {
+            None => lexical,
+            Some(s) => {
+                let t = Instant::now();
+                let ranked = s.rank(q)?.unwrap_or_default();
+                query_times.push(t.elapsed());
+                let by_meaning: Vec<String> =
+                    ranked.iter().take(k).map(|m| m.rel.clone()).collect();
+                table[1].1.push(gold_rank(&by_meaning, gold));
+                let hits = idx.search(q, k, passages, None, None, Some(&ranked));
+                let fused = rels(&hits);
+                table[2].1.push(gold_rank(&fused, gold));
+                if gold_rank(&fused, gold).is_none() {
+                    let top: Vec<String> = ranked
+                        .iter()
+                        .take(3)
+                        .map(|m| format!("{} {:.2}", m.rel, m.score))
+                        .collect();
+                    println!("  fused miss: {q} (by meaning: {})", top.join(", "));
+                }
+                hits
             }
-        }
+        };
         let text = shown(&final_hits);
         if keywords.iter().any(|w| text.contains(&normalise(w))) {
             shown_keyword += 1;
