@@ -457,7 +457,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// The answer step: the conversation without schemas or calls plus a reminder to answer
     /// from the numbered sources, generated under a grammar that cannot open a call. When the model
     /// writes nothing, the best sources are quoted instead, so the user always gets an answer.
-    /// An answer that cites no source by number is followed by the attribution step.
+    /// An answer that cites no source by number (the marks of a copied list of source headers
+    /// cite nothing) is followed by the attribution step.
     fn answer(
         &mut self,
         conversation: &[Message],
@@ -502,11 +503,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
         // came from no source: asking which one would only invite a false citation.
         let notes_lack_it = says_notes_lack_it(&answer);
+        // The answer less the source headers it copied: their words are not its own, and
+        // their marks cite nothing.
+        let own = without_copied_headers(&answer, sources.list());
         let says_nothing = !notes_lack_it
-            && instruction.as_deref().is_some_and(|asked| {
-                let own = without_copied_headers(&answer, sources.list());
-                support::says_nothing(asked, &own)
-            });
+            && instruction
+                .as_deref()
+                .is_some_and(|asked| support::says_nothing(question, asked, &own));
         if answer.is_empty() || says_nothing {
             let (gap, lead) = if answer.is_empty() {
                 ("", "The model wrote no answer.")
@@ -527,9 +530,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             });
         }
         let given = sources.list().len();
-        let cites = cited_numbers(&answer)
-            .iter()
-            .any(|n| (1..=given).contains(n));
+        let cites = cited_numbers(&own).iter().any(|n| (1..=given).contains(n));
         let attribution = if given > 0 && !cites && !notes_lack_it {
             self.attribute(messages, &answer, given)?
         } else {

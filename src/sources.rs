@@ -56,11 +56,14 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
 }
 
 /// `answer` with the source headers it copied from the prompt taken out: whatever stands
-/// between a citation mark and a `(note://…)` on one line (the prompt's header form; no answer
-/// needs a note URI), and after any citation mark a source's `Title › Heading` (whole or cut
-/// at a `›`) that ends its line. A 135M model often answers with a list of headers, numbered
-/// anew or made up in that form; they say nothing of the sources, so they are no words of its
-/// own ([`crate::support::says_nothing`]). A title that a sentence goes on from stays.
+/// between a citation mark and a `(note://…)` on one line, the mark included (the prompt's
+/// header form; no answer needs a note URI), and after any citation mark a source's
+/// `Title › Heading` (whole or cut at a `›`) that ends its line, with the mark too where it
+/// starts the line (a list of headers). Models often answer with such a list, copied, numbered
+/// anew or made up in that form: it says nothing of the sources, so it is no words of the
+/// model's own ([`crate::support::says_nothing`]), and its marks cite nothing (every source
+/// listed is not every source used). A title that a sentence goes on from stays, and so does
+/// a mark after the sentence it closes.
 pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
     static MARK: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\[\d{1,3}\][ \t]*").expect("valid regex"));
@@ -72,14 +75,17 @@ pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
     let mut kept = String::with_capacity(answer.len());
     let mut rest = &*answer;
     while let Some(mark) = MARK.find(rest) {
-        kept.push_str(&rest[..mark.end()]);
-        rest = &rest[mark.end()..];
+        let after = &rest[mark.end()..];
         let copied = sources
             .iter()
-            .map(|s| copied_header_len(rest, s))
+            .map(|s| copied_header_len(after, s))
             .max()
             .unwrap_or(0);
-        rest = &rest[copied..];
+        kept.push_str(&rest[..mark.start()]);
+        if copied == 0 || !starts_line(&kept) {
+            kept.push_str(mark.as_str());
+        }
+        rest = &after[copied..];
     }
     kept.push_str(rest);
     kept
@@ -295,10 +301,12 @@ impl Sources {
 
     /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
     /// `[1, 3]`, `[1][3]`), checked against the answer's words ([`crate::support`]), in number
-    /// order; when it cites none, every source it was given, marked uncited.
+    /// order; when it cites none, every source it was given, marked uncited. The marks of
+    /// source headers it copied ([`without_copied_headers`]) cite nothing.
     pub fn citations(&self, question: &str, answer: &str) -> Vec<Citation> {
         let in_range = |n: &usize| (1..=self.list.len()).contains(n);
-        let claims = claims(answer);
+        let answer = without_copied_headers(answer, &self.list);
+        let claims = claims(&answer);
         if !claims.iter().flat_map(|c| &c.numbers).any(in_range) {
             return self.given();
         }
@@ -406,6 +414,20 @@ fn mark_numbers(list: &str) -> BTreeSet<usize> {
     numbers
 }
 
+/// True when a mark after `before` starts its line: only blanks, a bullet (`-`, `*`, `+`),
+/// a quote's `>` or a list number (`2.`) stand before it.
+fn starts_line(before: &str) -> bool {
+    let line = before.rsplit('\n').next().unwrap_or("");
+    let line =
+        line.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '>'));
+    let unnumbered = line.trim_start_matches(|c: char| c.is_ascii_digit());
+    let line = match unnumbered.strip_prefix(['.', ')']) {
+        Some(rest) if unnumbered.len() < line.len() => rest,
+        _ => line,
+    };
+    line.trim().is_empty()
+}
+
 /// A citation mark with the words it vouches for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim<'a> {
@@ -427,11 +449,7 @@ pub fn claims(answer: &str) -> Vec<Claim<'_>> {
     for (i, mark) in marks.iter().enumerate() {
         let between = &answer[previous_end..mark.span.start];
         previous_end = mark.span.end;
-        let line_so_far = answer[..mark.span.start].rsplit('\n').next().unwrap_or("");
-        let starts_line = line_so_far
-            .chars()
-            .all(|c| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '>'));
-        if starts_line {
+        if starts_line(&answer[..mark.span.start]) {
             let rest = &answer[mark.span.end..];
             let next_mark = marks
                 .get(i + 1)
@@ -501,8 +519,10 @@ mod tests {
             cut(
                 "1. [2] 2-factor authentication\n2. [3] 2-factor authentication › Recover your account"
             ),
-            "1. [2] \n2. [3] "
+            "1. \n2. "
         );
+        // A mark after the sentence it closes stays; its header goes.
+        assert_eq!(cut("Press Ctrl+P. [2] Backlinks\n"), "Press Ctrl+P. [2] \n");
         assert_eq!(
             cut(
                 "[2] Backlinks › Show backlinks (note://Backlinks)\nThe [1] Canvas (note://Canvas)"
@@ -649,6 +669,31 @@ mod tests {
         let given = sources.citations("What?", "No numbers here [9].");
         assert_eq!(given.len(), 3);
         assert!(given.iter().all(|c| !c.cited));
+    }
+
+    /// Every source listed is not every source used: a copied list of headers cites nothing,
+    /// while a mark after the sentence it closes still cites.
+    #[test]
+    fn the_marks_of_copied_source_headers_cite_nothing() {
+        let mut sources = Sources::default();
+        sources.add(&search(vec![
+            hit(
+                "note://Shortcuts",
+                &["Mac"],
+                "Cmd+Shift+K deletes the line.",
+            ),
+            hit("note://Cursors", &[], "Hold Alt and click."),
+        ]));
+        let question = "Which keys delete a line on a Mac?";
+        let listed = "Press Cmd+Shift+K.\n\n- [1] Shortcuts › Mac (note://Shortcuts)\n\
+                      - [2] Cursors (note://Cursors)";
+        let cited = sources.citations(question, listed);
+        assert_eq!(cited.len(), 2);
+        assert!(cited.iter().all(|c| !c.cited), "{cited:?}");
+        let listed = "Press Cmd+Shift+K [1].\n\nSources:\n1. [1] Shortcuts › Mac\n2. [2] Cursors";
+        let cited = sources.citations(question, listed);
+        let numbers: Vec<(usize, bool)> = cited.iter().map(|c| (c.number, c.cited)).collect();
+        assert_eq!(numbers, [(1, true)]);
     }
 
     #[test]
