@@ -26,7 +26,9 @@
 //!   text a model would be shown: the top K notes' titles, headings and P passages each
 //!   (default 1; `2,1` gives the first note two and the rest one), as `search_notes` returns
 //!   them. No model can write a keyword it is not shown (or already knows), so this bounds
-//!   what the answer-quality benchmark can score.
+//!   what the answer-quality benchmark can score. For each question whose keyword is not
+//!   shown, it says where each gold note in the top K ranks, which passage was shown, and
+//!   which of its passages (in the order `search_notes` gives them) holds a keyword.
 //!
 //! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
 //! before a change) can be measured with the same client.
@@ -493,6 +495,9 @@ fn normalise(text: &str) -> String {
         .replace("+ ", "+")
 }
 
+/// Passages per hit that stand for all of a note's (a note has fewer).
+const EVERY_PASSAGE: usize = 1_000;
+
 /// Rank (0-based) of the first gold note in `rels`, if any.
 fn gold_rank(rels: &[String], gold: &[String]) -> Option<usize> {
     rels.iter().position(|r| gold.contains(r))
@@ -574,6 +579,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
     for (q, gold, keywords) in &questions {
         let lexical = idx.search(q, k, passages, None, None, None);
         table[0].1.push(gold_rank(&rels(&lexical), gold));
+        let mut by_meaning_ranked = None;
         let final_hits = match &semantic {
             None => lexical,
             Some(s) => {
@@ -594,6 +600,7 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
                         .collect();
                     println!("  fused miss: {q} (by meaning: {})", top.join(", "));
                 }
+                by_meaning_ranked = Some(ranked);
                 hits
             }
         };
@@ -602,6 +609,40 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             shown_keyword += 1;
         } else if !keywords.is_empty() {
             println!("  no keyword shown: {q}");
+            // Where the answer is in each gold note found: its passages in the order
+            // `search_notes` shows them, so a miss reads as a ranking or a passage choice.
+            let every = idx.search(
+                q,
+                k,
+                EVERY_PASSAGE,
+                None,
+                None,
+                by_meaning_ranked.as_deref(),
+            );
+            for (rank, hit) in every.iter().enumerate() {
+                let Some(rel) = idx.get(hit.id).map(|e| &e.rel).filter(|r| gold.contains(r)) else {
+                    continue;
+                };
+                let heading = |p: &obsidian_kb::index::HitPassage| p.heading_path.join(" › ");
+                let holds = hit.passages.iter().position(|p| {
+                    let text = normalise(&format!("{}\n{}", heading(p), p.text));
+                    keywords.iter().any(|w| text.contains(&normalise(w)))
+                });
+                let found = match holds {
+                    Some(i) => format!(
+                        "keyword in passage {} ‹{}›",
+                        i + 1,
+                        heading(&hit.passages[i])
+                    ),
+                    None => "keyword in none".to_string(),
+                };
+                println!(
+                    "    gold {rel} at rank {}: shown ‹{}›; {found} of {}",
+                    rank + 1,
+                    heading(&hit.passages[0]),
+                    hit.passages.len()
+                );
+            }
         }
     }
     for (name, ranks) in &table {
