@@ -137,8 +137,9 @@ pub struct StepRecord {
 pub struct Turn {
     /// The answer text as streamed.
     pub answer: String,
-    /// True when the model wrote no answer, or one that says nothing of its own (only the
-    /// question's words), and the best sources are quoted after it.
+    /// True when the best sources are quoted after the model's answer: it wrote none, one
+    /// that says nothing of its own (only the question's words), or one that the notes do not
+    /// say.
     pub fallback: bool,
     /// The sources the answer cites by number; when it cites none, every source it was given,
     /// marked uncited.
@@ -295,7 +296,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 shown.pass(text, on_text)
             })?;
             if !(answered.notes_lack_it && shown.holding()) {
-                return Ok(finish(conversation, question, &sources, steps, answered));
+                return Ok(finish(
+                    conversation,
+                    question,
+                    &sources,
+                    steps,
+                    answered,
+                    on_text,
+                ));
             }
             held = Some((answered, shown, steps.len()));
         }
@@ -392,7 +400,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 self.answer(conversation, question, &sources, on_text)?
             }
         };
-        Ok(finish(conversation, question, &sources, steps, answered))
+        Ok(finish(
+            conversation,
+            question,
+            &sources,
+            steps,
+            answered,
+            on_text,
+        ))
     }
 
     /// A search the agent makes itself (the question as asked), through the vault's search
@@ -803,21 +818,31 @@ fn stop_if_prose(reply: &str) -> ControlFlow<()> {
 }
 
 /// The turn after its answer: the answer's steps recorded, the answer kept in the
-/// conversation, citations read from it.
+/// conversation, citations read from it. An answer that the notes do not say is followed by
+/// the passages the search found closest, quoted (the model may have missed the answer in
+/// them, and the reader sees where it looked); they stay uncited, since the answer came from
+/// none of them.
 fn finish(
     conversation: &mut Vec<Message>,
     question: &str,
     sources: &Sources,
     mut steps: Vec<StepRecord>,
     answered: Answered,
+    on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
 ) -> Turn {
     let Answered {
-        text: answer,
-        quote_at,
+        text: mut answer,
+        mut quote_at,
         completion,
         attribution,
         notes_lack_it,
     } = answered;
+    if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
+        let quoted = format!("\n\n{}", quote_sources(sources));
+        let _ = on_text(&quoted);
+        quote_at = Some(answer.len() + 2);
+        answer.push_str(&quoted);
+    }
     steps.push(step("answer", &completion, Vec::new()));
     if let Some(attribution) = &attribution {
         steps.push(step("attribute", attribution, Vec::new()));

@@ -406,13 +406,14 @@ fn an_answer_that_copies_the_source_list_is_asked_which_it_used() {
 }
 
 /// "The notes do not say" came from no source; "none" names none: both leave the sources
-/// listed as uncited, and the first is never asked at all.
+/// listed as uncited, and the first is never asked at all. The passages the search found
+/// closest follow "the notes do not say", quoted, so the reader sees where it looked.
 #[test]
 fn an_answer_from_no_source_gets_no_citation() {
     let rig = rig(&fixture_vault());
     // Held back, it gets a decision step; the model reads nothing more, so it stands.
     let mut model = ScriptedModel::new(["The notes do not say.", "I have enough."], 8192);
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "launch date");
     assert_eq!(
         model.prompts.len(),
         2,
@@ -423,8 +424,17 @@ fn an_answer_from_no_source_gets_no_citation() {
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
         ["retrieve", "retrieve", "decision", "answer"]
     );
-    assert_eq!(turn.answer, "The notes do not say.");
+    let (said, quoted) = turn.answer.split_once("\n\n").unwrap();
+    assert_eq!(said, "The notes do not say.");
+    assert!(
+        quoted.starts_with("The most relevant passages:\n[1] "),
+        "{quoted}"
+    );
+    assert!(turn.fallback);
+    assert!(!turn.citations.is_empty());
     assert!(turn.citations.iter().all(|c| !c.cited));
+    // The conversation keeps what the reader saw.
+    assert_eq!(conversation.last().unwrap().content, turn.answer);
 
     let mut model = ScriptedModel::new(["It is windy.", "none"], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch date");
