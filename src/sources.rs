@@ -56,39 +56,57 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
 }
 
 /// `answer` with the source headers it copied from the prompt taken out: whatever stands
-/// between a citation mark and a `(note://…)` on one line, the mark included (the prompt's
-/// header form; no answer needs a note URI), and after any citation mark a source's
-/// `Title › Heading` (whole or cut at a `›`) that ends its line, with the mark too where it
-/// starts the line (a list of headers). Models often answer with such a list, copied, numbered
-/// anew or made up in that form: it says nothing of the sources, so it is no words of the
-/// model's own ([`crate::support::says_nothing`]), and its marks cite nothing (every source
-/// listed is not every source used). A title that a sentence goes on from stays, and so does
-/// a mark after the sentence it closes.
+/// between a citation mark and a `(note://…)` on its line (the prompt's header form; no answer
+/// needs a note URI), and after a mark a source's `Title › Heading` (whole or cut at a `›`)
+/// that ends its line. Models often answer with a list of such headers, copied, numbered anew
+/// or made up in that form: it says nothing of the sources, so it is no words of the model's
+/// own ([`crate::support::says_nothing`]), and its marks cite nothing (every source listed is
+/// not every source used), so a header that starts its line goes with its mark. Two marks
+/// stay: one after the sentence it closes, and one whose header heads text of the model's
+/// own, on its line or directly below it, as the prompt sets a passage under its header (the
+/// mark then vouches for that text, see [`claims`]). A title that a sentence goes on from
+/// stays.
 pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
     static MARK: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\[\d{1,3}\][ \t]*").expect("valid regex"));
-    static HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    static URI_HEADER: LazyLock<Regex> = LazyLock::new(|| {
         // The closing parenthesis may be missing where the answer ran out of tokens.
-        Regex::new(r"\[\d{1,3}\][^\n\[\]]*?\(note://[^()\n]*\)?").expect("valid regex")
+        Regex::new(r"^[^\n\[\]]*?\(note://[^()\n]*\)?").expect("valid regex")
     });
-    let answer = HEADER.replace_all(answer, " ");
     let mut kept = String::with_capacity(answer.len());
-    let mut rest = &*answer;
+    let mut rest = answer;
     while let Some(mark) = MARK.find(rest) {
         let after = &rest[mark.end()..];
         let copied = sources
             .iter()
             .map(|s| copied_header_len(after, s))
+            .chain(URI_HEADER.find(after).map(|h| h.end()))
             .max()
             .unwrap_or(0);
         kept.push_str(&rest[..mark.start()]);
-        if copied == 0 || !starts_line(&kept) {
+        rest = &after[copied..];
+        if copied == 0 || !starts_line(&kept) || heads_text(rest) {
             kept.push_str(mark.as_str());
         }
-        rest = &after[copied..];
     }
     kept.push_str(rest);
     kept
+}
+
+/// True when `rest` (what follows a header on its line) holds words, or the line below it
+/// does and starts with no citation mark.
+fn heads_text(rest: &str) -> bool {
+    let mut lines = rest.split('\n');
+    let on_its_line = lines.next().unwrap_or("");
+    if on_its_line.chars().any(char::is_alphanumeric) {
+        return true;
+    }
+    lines.next().is_some_and(|below| {
+        let starts_with_mark = citation_marks(below)
+            .first()
+            .is_some_and(|m| starts_line(&below[..m.span.start]));
+        !below.trim().is_empty() && !starts_with_mark
+    })
 }
 
 /// The length of the longest start of `source`'s header (its title, then each `› Heading`
@@ -440,7 +458,8 @@ pub struct Claim<'a> {
 /// The claims of `answer`: each citation mark with the words it vouches for. A mark after
 /// text vouches for the text since the previous mark: its sentence when every sentence has
 /// one, the whole answer for a closing `Sources: [1]` (or the attribution step's numbers). A
-/// mark that starts a line, as in a list of sources, vouches for the rest of its line. Marks
+/// mark that starts a line, as in a list of sources, vouches for the rest of its line; alone
+/// on its line, for the lines directly below it (to a blank line or the next mark). Marks
 /// side by side (`[1] [2]`, `[1], [3]`) share one claim.
 pub fn claims(answer: &str) -> Vec<Claim<'_>> {
     let marks = citation_marks(answer);
@@ -454,7 +473,18 @@ pub fn claims(answer: &str) -> Vec<Claim<'_>> {
             let next_mark = marks
                 .get(i + 1)
                 .map_or(rest.len(), |m| m.span.start - mark.span.end);
-            let end = rest.find('\n').unwrap_or(rest.len()).min(next_mark);
+            let line_end = rest.find('\n').unwrap_or(rest.len());
+            let alone = rest[..line_end]
+                .trim_matches(|c: char| c.is_whitespace() || c == ':')
+                .is_empty();
+            // A mark alone on its line (its copied header taken out) heads the text directly
+            // below it, as a passage sits under its header in the prompt.
+            let end = if alone {
+                rest.find("\n\n").unwrap_or(rest.len())
+            } else {
+                line_end
+            };
+            let end = end.min(next_mark);
             claims.push(Claim {
                 text: rest[..end].trim(),
                 numbers: mark.numbers.clone(),
@@ -527,11 +557,19 @@ mod tests {
             cut(
                 "[2] Backlinks › Show backlinks (note://Backlinks)\nThe [1] Canvas (note://Canvas)"
             ),
-            " \nThe  "
+            "[2] \nThe [1] "
         );
         // The header form, even of a source that was not given.
-        assert_eq!(cut("4. [4] Sidebar › Left (note://UI/Sidebar)"), "4.  ");
-        assert_eq!(cut("Cut short: [9] Sidebar (note://UI/Sid"), "Cut short:  ");
+        assert_eq!(cut("4. [4] Sidebar › Left (note://UI/Sidebar)"), "4. ");
+        assert_eq!(
+            cut("Cut short: [9] Sidebar (note://UI/Sid"),
+            "Cut short: [9] "
+        );
+        // A header over text of the model's own keeps its mark, as the prompt's header does.
+        assert_eq!(
+            cut("- [1] 2-factor authentication › Recover your account\nUse a recovery code."),
+            "- [1] \nUse a recovery code."
+        );
         // A title the answer goes on to use in a sentence of its own, or one without a mark
         // before it, stays.
         assert_eq!(
@@ -573,6 +611,10 @@ mod tests {
         assert_eq!(
             claims("Use $$ and LaTeX.\n\nSources: [1]"),
             [("Use $$ and LaTeX.\n\nSources", vec![1])]
+        );
+        assert_eq!(
+            claims("[1]\nUse a recovery code.\nThen sign in.\n\nMore."),
+            [("Use a recovery code.\nThen sign in.", vec![1])]
         );
         assert_eq!(
             claims("Put it in snippets.\n\n[1] Settings › Appearance\n- [2] CSS snippets"),
@@ -690,6 +732,12 @@ mod tests {
         let cited = sources.citations(question, listed);
         assert_eq!(cited.len(), 2);
         assert!(cited.iter().all(|c| !c.cited), "{cited:?}");
+        // A header over what the model took from that source vouches for it.
+        let headed = "[1] Shortcuts › Mac (note://Shortcuts)\nPress Cmd+Shift+K.\n\n\
+                      [2] Cursors (note://Cursors)";
+        let cited = sources.citations(question, headed);
+        let numbers: Vec<(usize, bool)> = cited.iter().map(|c| (c.number, c.cited)).collect();
+        assert_eq!(numbers, [(1, true)]);
         let listed = "Press Cmd+Shift+K [1].\n\nSources:\n1. [1] Shortcuts › Mac\n2. [2] Cursors";
         let cited = sources.citations(question, listed);
         let numbers: Vec<(usize, bool)> = cited.iter().map(|c| (c.number, c.cited)).collect();
