@@ -20,8 +20,9 @@
 //!   included) and the server's peak RSS.
 //! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
-//!   vault paths, as in `benches/qa/`) reports whether a gold note is in the top K (default
-//!   5) by words alone, by meaning alone and fused, with the mean reciprocal rank of each. With
+//!   vault paths, as in `benches/qa/`) reports whether a gold note is first and whether it is
+//!   in the top K (default 5), by words alone, by meaning alone and fused, with the mean
+//!   reciprocal rank of each (a 1.5B model answers mostly from the first source). With
 //!   the file's `keywords`, it also reports for how many questions an answer keyword is in the
 //!   text a model would be shown: the top K notes' titles, headings and P passages each
 //!   (default 1; `2,1` gives the first note two and the rest one), as `search_notes` returns
@@ -650,16 +651,17 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             continue;
         }
         let hits = ranks.iter().filter(|r| r.is_some()).count();
+        let first = ranks.iter().filter(|r| **r == Some(0)).count();
         let mrr: f64 = ranks
             .iter()
             .flatten()
             .map(|r| 1.0 / (*r as f64 + 1.0))
             .sum::<f64>()
             / ranks.len() as f64;
+        let n = ranks.len();
         println!(
-            "{name:>8}: hit@{k} {hits}/{} ({:.0}%), MRR@{k} {mrr:.3}",
-            ranks.len(),
-            100.0 * hits as f64 / ranks.len() as f64
+            "{name:>8}: hit@1 {first}/{n}, hit@{k} {hits}/{n} ({:.0}%), MRR@{k} {mrr:.3}",
+            100.0 * hits as f64 / n as f64
         );
     }
     let with_keywords = questions.iter().filter(|q| !q.2.is_empty()).count();
