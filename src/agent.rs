@@ -21,7 +21,7 @@
 //! **Architecture invariant:** the agent is the one module that knows every stage; it talks to
 //! the model only through [`ChatModel`] and to tools only through [`ToolHost`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -36,7 +36,9 @@ use crate::engine::{
 use crate::grammar::{ANSWER_GBNF, ROOT, ToolGrammar, ValueDomains, citation_gbnf};
 use crate::parse::{Reply, ReplyStart, parse_reply, reply_start};
 use crate::prompt::{ChatTemplate, Message, PromptError, Role};
-use crate::sources::{Citation, Sources, cited_numbers, without_copied_headers};
+use crate::sources::{
+    Citation, Claim, Sources, cited_numbers, unvouched_opening, without_copied_headers,
+};
 use crate::support;
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 use crate::tool::{ToolHost, ToolRoute};
@@ -473,7 +475,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// from the numbered sources, generated under a grammar that cannot open a call. When the model
     /// writes nothing, the best sources are quoted instead, so the user always gets an answer.
     /// An answer that cites no source by number (the marks of a copied list of source headers
-    /// cite nothing) is followed by the attribution step.
+    /// cite nothing), or opens with a claim of its own before sources copied under their
+    /// headers, is followed by the attribution step.
     fn answer(
         &mut self,
         conversation: &[Message],
@@ -541,38 +544,62 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 quote_at: Some(quote_at),
                 completion,
                 attribution: None,
+                opening_from: None,
                 notes_lack_it: false,
             });
         }
         let given = sources.list().len();
         let cites = cited_numbers(&own).iter().any(|n| (1..=given).contains(n));
-        let attribution = if given > 0 && !cites && !notes_lack_it {
-            self.attribute(messages, &answer, given)?
-        } else {
+        // What the attribution step is asked about, up to where in the answer: all of it when
+        // it cites nothing; else an opening of the model's own that only source headers
+        // follow (each header's mark vouches for what is under it, not for the opening).
+        let unattributed = if given == 0 || notes_lack_it {
             None
+        } else if !cites {
+            Some(answer.len())
+        } else {
+            let opening = unvouched_opening(&answer);
+            instruction
+                .as_deref()
+                .filter(|asked| support::states_something(asked, opening))
+                .map(|_| opening.len())
         };
-        if let Some(numbers) = attribution.as_ref().map(|a| a.text.trim()) {
-            // The numbers join the answer as if written there: shown, kept in the conversation,
-            // and read back into citations like any other.
-            let suffix = format!(" {numbers}");
-            let _ = on_text(&suffix);
-            answer.push_str(&suffix);
+        let attribution = match unattributed {
+            Some(end) => self.attribute(messages, &answer[..end], given)?,
+            None => None,
+        };
+        let mut opening_from = None;
+        if let (Some(end), Some(named)) = (unattributed, attribution.as_ref()) {
+            if end == answer.len() {
+                // The numbers join the answer as if written there: shown, kept in the
+                // conversation, and read back into citations like any other.
+                let suffix = format!(" {}", named.text.trim());
+                let _ = on_text(&suffix);
+                answer.push_str(&suffix);
+            } else {
+                // The answer has been shown with its opening unmarked; written at its end, the
+                // numbers would seem to vouch for the last source copied. They vouch for the
+                // opening in the citations alone.
+                opening_from = Some((end, cited_numbers(&named.text)));
+            }
         }
         Ok(Answered {
             text: answer,
             quote_at: None,
             completion,
             attribution,
+            opening_from,
             notes_lack_it,
         })
     }
 
-    /// The attribution step, for an answer that cites none of the `given` sources: the model is
-    /// asked which of them the answer came from, and can reply only with source numbers (a
-    /// grammar). Small models often answer from a source without writing its number; this asks
-    /// them, instead of guessing for them or listing every source. It reuses the answer's KV
-    /// cache, so it costs the question and a few tokens. `None` when it writes no number, or
-    /// fails for any reason but Ctrl-C: the answer stands, its sources marked uncited.
+    /// The attribution step, for an answer (or the opening of one) that cites none of the
+    /// `given` sources: the model is asked which of them `answer` came from, and can reply
+    /// only with source numbers (a grammar). Small models often answer from a source without
+    /// writing its number; this asks them, instead of guessing for them or listing every
+    /// source. It reuses the answer's KV cache, so it costs the question and a few tokens.
+    /// `None` when it writes no number, or fails for any reason but Ctrl-C: the answer stands,
+    /// its sources marked uncited.
     fn attribute(
         &mut self,
         mut messages: Vec<Message>,
@@ -795,7 +822,8 @@ fn may_be_notes_lack_it(text: &str) -> bool {
 
 /// What the answer step produced.
 struct Answered {
-    /// The answer as the user saw it (with the attribution's numbers, if any).
+    /// The answer as the user saw it (with the attribution's numbers, if it ran for the
+    /// whole answer).
     text: String,
     /// Where the best sources are quoted in `text`, when the model wrote no answer, or one
     /// that says nothing of its own ([`support::says_nothing`]); its citations are the quote's.
@@ -804,6 +832,9 @@ struct Answered {
     completion: Completion,
     /// The attribution step's generation, when it ran and named sources.
     attribution: Option<Completion>,
+    /// The sources the attribution step named for the answer's opening, up to where in
+    /// `text` that opening ends (when it did not run for the whole answer).
+    opening_from: Option<(usize, BTreeSet<usize>)>,
     /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
     notes_lack_it: bool,
 }
@@ -835,6 +866,7 @@ fn finish(
         mut quote_at,
         completion,
         attribution,
+        opening_from,
         notes_lack_it,
     } = answered;
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
@@ -852,7 +884,11 @@ fn finish(
     let citations = if notes_lack_it {
         sources.given()
     } else {
-        sources.citations(question, &answer[quote_at.unwrap_or(0)..])
+        let opening = opening_from.map(|(end, numbers)| Claim {
+            text: &answer[..end],
+            numbers,
+        });
+        sources.citations(question, &answer[quote_at.unwrap_or(0)..], opening)
     };
     Turn {
         citations,

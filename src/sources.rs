@@ -93,6 +93,21 @@ pub fn without_copied_headers(answer: &str, sources: &[Source]) -> String {
     kept
 }
 
+/// The opening of `answer` that no citation mark vouches for: the lines before its first
+/// mark, when that mark starts a line, as the mark of a source header does (it vouches for
+/// what follows it, see [`claims`]). A model that writes its answer first and then copies
+/// sources under their headers leaves its own answer there. Empty when the first mark
+/// closes text of its own on its line, or there is no mark.
+pub fn unvouched_opening(answer: &str) -> &str {
+    match citation_marks(answer).first() {
+        Some(mark) if starts_line(&answer[..mark.span.start]) => {
+            let line_start = answer[..mark.span.start].rfind('\n').map_or(0, |i| i + 1);
+            answer[..line_start].trim_end()
+        }
+        _ => "",
+    }
+}
+
 /// True when `rest` (what follows a header on its line) holds words, or the line below it
 /// does and starts with no citation mark.
 fn heads_text(rest: &str) -> bool {
@@ -320,11 +335,18 @@ impl Sources {
     /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
     /// `[1, 3]`, `[1][3]`), checked against the answer's words ([`crate::support`]), in number
     /// order; when it cites none, every source it was given, marked uncited. The marks of
-    /// source headers it copied ([`without_copied_headers`]) cite nothing.
-    pub fn citations(&self, question: &str, answer: &str) -> Vec<Citation> {
+    /// source headers it copied ([`without_copied_headers`]) cite nothing. `attributed` is a
+    /// claim made outside the text: the attribution step's numbers for an unmarked opening.
+    pub fn citations(
+        &self,
+        question: &str,
+        answer: &str,
+        attributed: Option<Claim<'_>>,
+    ) -> Vec<Citation> {
         let in_range = |n: &usize| (1..=self.list.len()).contains(n);
         let answer = without_copied_headers(answer, &self.list);
-        let claims = claims(&answer);
+        let mut claims = claims(&answer);
+        claims.extend(attributed);
         if !claims.iter().flat_map(|c| &c.numbers).any(in_range) {
             return self.given();
         }
@@ -652,13 +674,13 @@ mod tests {
         let listed = "1. Bases: database views of your notes.\n2. Views: sort and filter \
                       from the toolbar.\n3. Core plugins: audio recorder, backlinks, \
                       bookmarks, canvas and the command palette.\n\nFollow these steps. [1, 2]";
-        let cited = sources.citations(question, listed);
+        let cited = sources.citations(question, listed, None);
         let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
         assert_eq!(numbers, [1, 2]);
         assert!(cited.iter().all(|c| c.replaces.is_empty()));
 
         let wrong = "Sort and filter it from the toolbar [1]. Bases are database views [1].";
-        let cited = sources.citations(question, wrong);
+        let cited = sources.citations(question, wrong, None);
         let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
         assert_eq!(numbers, [1, 2], "[1] stands for its own sentence");
         assert_eq!(cited[1].replaces, [1]);
@@ -702,13 +724,13 @@ mod tests {
             hit("note://B", &[], "b"),
             hit("note://C", &[], "c"),
         ]));
-        let cited = sources.citations("What?", "It is a [1] and c [3]. Not [9].");
+        let cited = sources.citations("What?", "It is a [1] and c [3]. Not [9].", None);
         let numbers: Vec<usize> = cited.iter().map(|c| c.number).collect();
         assert_eq!(numbers, [1, 3]);
         assert!(cited.iter().all(|c| c.cited));
         assert_eq!(cited[0].heading_path, ["H"]);
 
-        let given = sources.citations("What?", "No numbers here [9].");
+        let given = sources.citations("What?", "No numbers here [9].", None);
         assert_eq!(given.len(), 3);
         assert!(given.iter().all(|c| !c.cited));
     }
@@ -729,19 +751,40 @@ mod tests {
         let question = "Which keys delete a line on a Mac?";
         let listed = "Press Cmd+Shift+K.\n\n- [1] Shortcuts › Mac (note://Shortcuts)\n\
                       - [2] Cursors (note://Cursors)";
-        let cited = sources.citations(question, listed);
+        let cited = sources.citations(question, listed, None);
         assert_eq!(cited.len(), 2);
         assert!(cited.iter().all(|c| !c.cited), "{cited:?}");
         // A header over what the model took from that source vouches for it.
         let headed = "[1] Shortcuts › Mac (note://Shortcuts)\nPress Cmd+Shift+K.\n\n\
                       [2] Cursors (note://Cursors)";
-        let cited = sources.citations(question, headed);
+        let cited = sources.citations(question, headed, None);
         let numbers: Vec<(usize, bool)> = cited.iter().map(|c| (c.number, c.cited)).collect();
         assert_eq!(numbers, [(1, true)]);
         let listed = "Press Cmd+Shift+K [1].\n\nSources:\n1. [1] Shortcuts › Mac\n2. [2] Cursors";
-        let cited = sources.citations(question, listed);
+        let cited = sources.citations(question, listed, None);
         let numbers: Vec<(usize, bool)> = cited.iter().map(|c| (c.number, c.cited)).collect();
         assert_eq!(numbers, [(1, true)]);
+    }
+
+    /// The opening before the first source header is the model's own answer, vouched for by
+    /// no mark; a mark that closes text leaves no such opening.
+    #[test]
+    fn an_opening_before_copied_sources_is_unvouched() {
+        let copied = "Press Cmd+Shift+K to delete the line.\n\n- [2] Cursors (note://Cursors)\n\
+                      Hold Alt and click.";
+        assert_eq!(
+            unvouched_opening(copied),
+            "Press Cmd+Shift+K to delete the line."
+        );
+        assert_eq!(
+            unvouched_opening("[1] Shortcuts › Mac\nPress Cmd+Shift+K."),
+            ""
+        );
+        assert_eq!(
+            unvouched_opening("Press Cmd+Shift+K [1].\n\n[2] Cursors"),
+            ""
+        );
+        assert_eq!(unvouched_opening("Press Cmd+Shift+K."), "");
     }
 
     #[test]

@@ -21,6 +21,10 @@ use crate::sources::Source;
 /// Evidence below which the check has no opinion: two terms that only one source holds.
 const MIN_EVIDENCE: f32 = 2.0;
 
+/// Terms of its own that make a text a claim a source should stand behind
+/// ([`states_something`]): more than a lead-in's `follow` and `step`.
+const MIN_CLAIM_TERMS: usize = 3;
+
 /// A cited source is borne out when it holds at least this share of the best source's evidence,
 /// or [`MIN_EVIDENCE`] itself.
 /// Low on purpose: a long answer shares many plain words with a long, general passage, so only
@@ -88,6 +92,13 @@ pub fn says_nothing(question: &str, asked: &str, answer: &str) -> bool {
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
     !gives_verdict && own_terms(&mut Tokenizer::default(), asked, answer).is_empty()
+}
+
+/// True when `text` states something of its own: at least [`MIN_CLAIM_TERMS`] terms that
+/// `asked` (the instruction the question stands in) lacks. A lead-in ("To update them, follow
+/// these steps:") does not; a sentence with the answer's facts does.
+pub fn states_something(asked: &str, text: &str) -> bool {
+    own_terms(&mut Tokenizer::default(), asked, text).len() >= MIN_CLAIM_TERMS
 }
 
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
@@ -276,6 +287,20 @@ mod tests {
 
     /// Qwen2.5-1.5B answered one held-out question with the question itself and a copied
     /// header: the question's own `doesn't` is no verdict.
+    #[test]
+    fn a_lead_in_states_nothing_a_fact_does() {
+        let asked = "Answer this question from the numbered sources above: \
+                     How do I update all my community themes at once?";
+        assert!(!states_something(
+            asked,
+            "To update all of them at once, follow these steps:"
+        ));
+        assert!(states_something(
+            asked,
+            "Open Settings, then Appearance, and select Check for updates, then Update all."
+        ));
+    }
+
     #[test]
     fn a_question_restated_with_its_own_negation_says_nothing() {
         let question = "Pressing Enter once doesn't give me a new line when I read the note. \

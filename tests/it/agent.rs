@@ -405,6 +405,47 @@ fn an_answer_that_copies_the_source_list_is_asked_which_it_used() {
     assert!(turn.citations[0].cited && turn.citations[0].uri == "note://🚀 Launch");
 }
 
+/// An answer of the model's own followed by sources copied under their headers: each header's
+/// mark vouches for what is under it, and the attribution step is asked about the opening
+/// alone. The answer stays as shown; the opening's source joins the citations.
+#[test]
+fn an_unmarked_opening_before_copied_sources_is_attributed() {
+    let rig = rig(&fixture_vault());
+    let question = "Kettleby field trial";
+    let opening = "The solar pump for the village delivers 1,200 litres per hour.";
+    let answer = format!("{opening}\n\n[2] Beta › Goals › Q2 (note://Projects/Beta)\nA trial.");
+    let mut model = ScriptedModel::new([answer.as_str(), "[1]"], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer", "attribute"]
+    );
+    let asked = model.prompts.last().unwrap();
+    assert!(
+        asked.contains(opening) && !asked.contains("A trial."),
+        "{asked}"
+    );
+    assert_eq!(turn.answer, answer);
+    let cited: Vec<&str> = turn
+        .citations
+        .iter()
+        .filter(|c| c.cited)
+        .map(|c| c.uri.as_str())
+        .collect();
+    assert!(
+        cited.contains(&"note://Projects/Alpha"),
+        "{:?}",
+        turn.citations
+    );
+
+    // A lead-in before the copied sources states nothing: nobody is asked.
+    let answer = "To see it, look here:\n\n[2] Beta › Goals › Q2 (note://Projects/Beta)\nA trial.";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert_eq!(model.prompts.len(), 1);
+    assert!(turn.citations.iter().any(|c| c.cited));
+}
+
 /// "The notes do not say" came from no source; "none" names none: both leave the sources
 /// listed as uncited, and the first is never asked at all. The passages the search found
 /// closest follow "the notes do not say", quoted, so the reader sees where it looked.
