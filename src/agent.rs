@@ -39,7 +39,7 @@ use crate::prompt::{ChatTemplate, Message, PromptError, Role};
 use crate::sources::{
     Citation, Claim, Sources, cited_numbers, unvouched_opening, without_copied_headers,
 };
-use crate::support;
+use crate::support::{self, Adds};
 use crate::tool::{ToolCall, ToolOutput, ToolSpec};
 use crate::tool::{ToolHost, ToolRoute};
 use crate::validate::check_call;
@@ -473,7 +473,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 
     /// The answer step: the conversation without schemas or calls plus a reminder to answer
     /// from the numbered sources, generated under a grammar that cannot open a call. When the model
-    /// writes nothing, the best sources are quoted instead, so the user always gets an answer.
+    /// writes nothing, the best sources are quoted instead, so the user always gets an answer;
+    /// after an answer that adds nothing to the question, or only a yes or no, they are quoted
+    /// too.
     /// An answer that cites no source by number (the marks of a copied list of source headers
     /// cite nothing), or opens with a claim of its own before sources copied under their
     /// headers, is followed by the attribution step.
@@ -524,16 +526,20 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // The answer less the source headers it copied: their words are not its own, and
         // their marks cite nothing.
         let own = without_copied_headers(&answer, sources.list());
-        let says_nothing = !notes_lack_it
-            && instruction
-                .as_deref()
-                .is_some_and(|asked| support::says_nothing(question, asked, &own));
-        if answer.is_empty() || says_nothing {
-            let (gap, lead) = if answer.is_empty() {
-                ("", "The model wrote no answer.")
-            } else {
-                ("\n\n", "That answer adds nothing to the question.")
-            };
+        let adds = match instruction.as_deref() {
+            Some(asked) if !notes_lack_it => support::adds(question, asked, &own),
+            _ => Adds::Something,
+        };
+        let lead = match adds {
+            _ if answer.is_empty() => Some("The model wrote no answer."),
+            Adds::Nothing => Some("That answer adds nothing to the question."),
+            Adds::VerdictOnly => {
+                Some("That answer is a bare yes or no; here is what the notes say.")
+            }
+            Adds::Something => None,
+        };
+        if let Some(lead) = lead {
+            let gap = if answer.is_empty() { "" } else { "\n\n" };
             let quoted = format!("{lead} {}", quote_sources(sources));
             let _ = on_text(&format!("{gap}{quoted}"));
             answer.push_str(gap);
@@ -826,7 +832,8 @@ struct Answered {
     /// whole answer).
     text: String,
     /// Where the best sources are quoted in `text`, when the model wrote no answer, or one
-    /// that says nothing of its own ([`support::says_nothing`]); its citations are the quote's.
+    /// that adds nothing of its own or only a yes or no ([`support::adds`]); its citations are
+    /// the quote's.
     quote_at: Option<usize>,
     /// The answer's generation.
     completion: Completion,

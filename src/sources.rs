@@ -60,7 +60,7 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
 /// needs a note URI), and after a mark a source's `Title › Heading` (whole or cut at a `›`)
 /// that ends its line. Models often answer with a list of such headers, copied, numbered anew
 /// or made up in that form: it says nothing of the sources, so it is no words of the model's
-/// own ([`crate::support::says_nothing`]), and its marks cite nothing (every source listed is
+/// own ([`crate::support::adds`]), and its marks cite nothing (every source listed is
 /// not every source used), so a header that starts its line goes with its mark. Two marks
 /// stay: one after the sentence it closes, and one whose header heads text of the model's
 /// own, on its line or directly below it, as the prompt sets a passage under its header (the

@@ -7,8 +7,8 @@
 //! as the vault's search reads them), each weighted by how few sources hold it. A cited source
 //! holding next to none of that evidence, beside one holding much, is replaced by the one that
 //! holds it. With too little evidence to judge (a short or paraphrasing answer), the numbers
-//! stand as written. An answer with no words of its own at all ([`says_nothing`]) has nothing a
-//! citation could stand for: the agent quotes the best sources after it.
+//! stand as written. An answer with no words of its own at all, or a bare yes or no ([`adds`]),
+//! has nothing a citation could stand for: the agent quotes the best sources after it.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
@@ -71,14 +71,28 @@ pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
     scores
 }
 
-/// True when `answer` says nothing of its own: once its citation marks are set aside, every
-/// term it uses was in `asked` (the instruction the question stands in), and it gives no yes
-/// or no of its own (a `doesn't` that `question` already holds is no verdict). "The answer is:
-/// [2]." and the question restated with a number after it are such answers (a 135M model
-/// writes them for four questions in ten, a 1.5B one now and then): there is nothing in them
-/// for a source to bear out, or for the reader to learn. The agent takes out the source
-/// headers an answer copied before asking ([`crate::sources::without_copied_headers`]).
-pub fn says_nothing(question: &str, asked: &str, answer: &str) -> bool {
+/// What an answer adds to the question it answers (see [`adds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adds {
+    /// Nothing: every term it uses was asked, and it gives no yes or no of its own. "The
+    /// answer is: [2]." and the question restated with a number after it are such answers (a
+    /// 135M model writes them for four questions in ten, a 1.5B one now and then): there is
+    /// nothing in them for a source to bear out, or for the reader to learn.
+    Nothing,
+    /// A yes or no of its own and too little else to be a claim ([`states_something`]): "Yes,
+    /// you can <the question's words> [1]." A 1.5B model writes that readily, also where its
+    /// source says the thing is not supported (13 of 103 help questions), so the verdict alone
+    /// is not worth trusting.
+    VerdictOnly,
+    /// Something of its own.
+    Something,
+}
+
+/// What `answer` adds to `question`: its terms are held against `asked` (the instruction the
+/// question stands in), its citation marks set aside; a `doesn't` that `question` already
+/// holds is no verdict. The agent takes out the source headers an answer copied before asking
+/// ([`crate::sources::without_copied_headers`]).
+pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)\b(?:yes|no|not|never|none|nothing|cannot|\w*n['’]t)\b")
             .expect("valid regex")
@@ -91,7 +105,12 @@ pub fn says_nothing(question: &str, asked: &str, answer: &str) -> bool {
     };
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
-    !gives_verdict && own_terms(&mut Tokenizer::default(), asked, answer).is_empty()
+    let own = own_terms(&mut Tokenizer::default(), asked, answer).len();
+    match (gives_verdict, own) {
+        (false, 0) => Adds::Nothing,
+        (true, own) if own < MIN_CLAIM_TERMS => Adds::VerdictOnly,
+        _ => Adds::Something,
+    }
 }
 
 /// True when `text` states something of its own: at least [`MIN_CLAIM_TERMS`] terms that
@@ -260,33 +279,40 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_of_the_question_own_words_says_nothing() {
+    fn what_an_answer_adds_to_its_question() {
         let question = "What is the biggest file the cheaper plan will upload?";
         let asked = format!(
             "Answer this question from the numbered sources above: {question}\nAfter each \
              fact, write the number of its source in brackets, like [1]."
         );
-        let says_nothing = |answer| says_nothing(question, &asked, answer);
-        assert!(says_nothing("The answer is: [2]."));
-        assert!(says_nothing(
-            "The biggest file the cheaper plan will upload is [2]."
-        ));
-        assert!(says_nothing("[1]"));
-        assert!(says_nothing("1. [2]\n2. [3] The answer is:"));
-        assert!(says_nothing("The answer is [2] [3] [4"));
-        assert!(!says_nothing("1. It is 5 MB [2]."));
-        assert!(!says_nothing("It is 5 MB [2]."));
-        assert!(!says_nothing("The cheaper plan uploads files up to 5 MB."));
-        // A yes or a no is an answer, even in the question's words.
-        assert!(!says_nothing(
-            "No, the cheaper plan will not upload it [1]."
-        ));
-        assert!(!says_nothing("Yes, the cheaper plan will upload it."));
-        assert!(!says_nothing("The cheaper plan won’t upload it."));
+        let adds = |answer| adds(question, &asked, answer);
+        for nothing in [
+            "The answer is: [2].",
+            "The biggest file the cheaper plan will upload is [2].",
+            "[1]",
+            "1. [2]\n2. [3] The answer is:",
+            "The answer is [2] [3] [4",
+        ] {
+            assert_eq!(adds(nothing), Adds::Nothing, "{nothing}");
+        }
+        // A yes or a no in the question's words is a verdict, and nothing more.
+        for verdict in [
+            "No, the cheaper plan will not upload it [1].",
+            "Yes, the cheaper plan will upload it.",
+            "The cheaper plan won’t upload it.",
+        ] {
+            assert_eq!(adds(verdict), Adds::VerdictOnly, "{verdict}");
+        }
+        for something in [
+            "1. It is 5 MB [2].",
+            "It is 5 MB [2].",
+            "The cheaper plan uploads files up to 5 MB.",
+            "No, files over 5 MB stay on your device [1].",
+        ] {
+            assert_eq!(adds(something), Adds::Something, "{something}");
+        }
     }
 
-    /// Qwen2.5-1.5B answered one held-out question with the question itself and a copied
-    /// header: the question's own `doesn't` is no verdict.
     #[test]
     fn a_lead_in_states_nothing_a_fact_does() {
         let asked = "Answer this question from the numbered sources above: \
@@ -301,16 +327,21 @@ mod tests {
         ));
     }
 
+    /// Qwen2.5-1.5B answered one held-out question with the question itself and a copied
+    /// header: the question's own `doesn't` is no verdict.
     #[test]
-    fn a_question_restated_with_its_own_negation_says_nothing() {
+    fn a_question_restated_with_its_own_negation_adds_nothing() {
         let question = "Pressing Enter once doesn't give me a new line when I read the note. \
                         How do I force a line break without starting a new paragraph?";
         let asked = format!("Answer this question from the numbered sources above: {question}");
-        assert!(says_nothing(question, &asked, question));
-        assert!(!says_nothing(
-            question,
-            &asked,
-            "Pressing Enter once won't give a new line when I read the note [1]."
-        ));
+        assert_eq!(adds(question, &asked, question), Adds::Nothing);
+        assert_eq!(
+            adds(
+                question,
+                &asked,
+                "Pressing Enter once won't give a new line when I read the note [1]."
+            ),
+            Adds::VerdictOnly
+        );
     }
 }

@@ -789,6 +789,34 @@ fn an_answer_of_only_the_question_own_words_gets_the_best_sources_quoted() {
     assert!(cited.len() <= 3, "only the quoted sources: {cited:?}");
 }
 
+/// "Yes, you can <the question>." is a verdict and nothing more, which a small model gives also
+/// where its source says no: the reader gets the verdict, then what the notes say.
+#[test]
+fn a_bare_yes_gets_the_best_sources_quoted() {
+    let rig = rig(&fixture_vault());
+    let question = "Does the rocket club have a launch checklist?";
+    let mut model = ScriptedModel::new(["Yes, the rocket club has a launch checklist [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(turn.fallback);
+    assert!(
+        turn.answer.starts_with(
+            "Yes, the rocket club has a launch checklist [1].\n\nThat answer is a bare yes or \
+             no; here is what the notes say. The most relevant passages:\n[1] 🚀 Launch"
+        ),
+        "{}",
+        turn.answer
+    );
+    assert_eq!(model.prompts.len(), 1, "no attribution question");
+    assert!(turn.citations.iter().any(|c| c.cited && c.number == 1));
+
+    // A yes with the notes' own words stands alone.
+    let answer = "Yes: it lists the fins, the parachute and the igniter [1].";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(!turn.fallback);
+    assert_eq!(turn.answer, answer);
+}
+
 #[test]
 fn an_answer_of_copied_source_headers_gets_the_best_sources_quoted() {
     let rig = rig(&fixture_vault());
