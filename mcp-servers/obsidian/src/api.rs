@@ -224,7 +224,7 @@ pub struct SearchOutput {
     /// Hits, best first.
     pub hits: Vec<SearchHit>,
     /// How these hits were ranked: `hybrid` (words and meaning fused) or `lexical` (words
-    /// alone: no embedding model, or its vectors are not ready yet).
+    /// alone: no embedding model, or not every passage has its vector yet).
     #[serde(default)]
     pub ranking: Ranking,
     /// Passages embedded so far and in all, while an embedding model is in use.
@@ -280,17 +280,25 @@ pub struct EmbeddingStatus {
     pub passages: usize,
     /// Passages in the vault.
     pub total: usize,
+    /// Passages whose vectors this run took from the cache (the rest it embedded).
+    #[serde(default)]
+    pub from_cache: usize,
     /// Why embedding stopped, when it failed (search stays by words).
     pub error: Option<String>,
+    /// Seconds until every passage has a vector, at the rate of this pass so far; absent
+    /// until the pass has embedded a batch, and once it is done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<u64>,
 }
 
 /// Where the background embedding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbeddingState {
-    /// The model is loading.
+    /// The model is loading, or the vault's passages are being counted.
     Loading,
-    /// Passages are being embedded; search is hybrid over those that have vectors.
+    /// Passages are being embedded; search is by words until every one has a vector (a
+    /// ranking by meaning over part of the vault ranks worse than words alone).
     Embedding,
     /// Every passage has a vector; edits are embedded as they come.
     Ready,

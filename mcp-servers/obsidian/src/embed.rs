@@ -4,7 +4,10 @@
 //!
 //! One thread owns the model's context (a llama.cpp context is not shareable) and serves two
 //! queues: queries first, then the background indexer's batches, so a search never waits for
-//! more than the batch being computed.
+//! more than the batch being computed. That thread, and the compute threads llama.cpp starts
+//! from it, run at idle priority: embedding takes only the cores nothing else wants, so it
+//! never slows a model that is reading a prompt or writing an answer, yet has the whole
+//! machine between a model's steps and when nothing else runs.
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -211,6 +214,8 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
 
 /// The embedding thread: queries first, then background batches, until the queues close.
 fn run(model: LlamaModel, threads: i32, shared: &Shared, ready: mpsc::Sender<Result<(), String>>) {
+    // Before the context exists: llama.cpp's compute threads inherit the priority.
+    yield_to_everything_else();
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(BATCH_TOKENS as u32))
         .with_n_batch(BATCH_TOKENS as u32)
@@ -243,6 +248,24 @@ fn run(model: LlamaModel, threads: i32, shared: &Shared, ready: mpsc::Sender<Res
         };
         let result = embed_all(&model, &mut ctx, &job.texts);
         let _ = job.reply.send(result);
+    }
+}
+
+/// Lowers the calling thread to idle priority (Linux's `SCHED_IDLE`: it runs only on a core
+/// that nothing else wants; elsewhere the lowest priority there is). Threads it starts
+/// inherit that.
+fn yield_to_everything_else() {
+    use thread_priority::{ThreadPriority, ThreadSchedulePolicy};
+    #[cfg(target_os = "linux")]
+    let lowered = thread_priority::set_thread_priority_and_policy(
+        thread_priority::thread_native_id(),
+        ThreadPriority::Min,
+        ThreadSchedulePolicy::Normal(thread_priority::NormalThreadSchedulePolicy::Idle),
+    );
+    #[cfg(not(target_os = "linux"))]
+    let lowered = thread_priority::set_current_thread_priority(ThreadPriority::Min);
+    if let Err(e) = lowered {
+        tracing::info!("embedding runs at normal priority ({e:?})");
     }
 }
 

@@ -96,14 +96,9 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
     let index = open_index(options.vault).await?;
     let semantic = options.embedding_model.map(|model| {
-        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
         Semantic::start(
             index.clone(),
-            SemanticOptions {
-                model,
-                cache_dir: options.cache_dir.or_else(default_cache_dir),
-                threads,
-            },
+            SemanticOptions::new(model, options.cache_dir.or_else(default_cache_dir)),
         )
     });
     let _watcher = match watch::start(index.clone()) {
@@ -113,8 +108,22 @@ pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
             None
         }
     };
-    server::serve_stdio(index, semantic, options.embedding_wait).await
+    let served = server::serve_stdio(index, semantic.clone(), options.embedding_wait).await;
+    if let Some(semantic) = semantic {
+        // What this run embedded is kept for the next (the client allows a few seconds
+        // between closing stdin and ending the process).
+        let stopped = tokio::task::spawn_blocking(move || semantic.stop(SAVE_AT_EXIT)).await;
+        if !matches!(stopped, Ok(true)) {
+            tracing::warn!(
+                "the embedding job did not stop in time; this run's vectors may be lost"
+            );
+        }
+    }
+    served
 }
+
+/// How long the server waits at exit for the embedding job to finish its batch and save.
+const SAVE_AT_EXIT: Duration = Duration::from_secs(2);
 
 /// Opens and indexes a vault (off the async runtime's worker threads).
 pub async fn open_index(vault: PathBuf) -> Result<SharedIndex, Error> {

@@ -2,15 +2,20 @@
 //! and ranks notes by cosine similarity to a query.
 //!
 //! The server answers from the first moment with words alone; this job embeds passages a
-//! batch at a time (queries go ahead of it, see [`crate::embed`]) and search turns hybrid
-//! as vectors land. It reuses the on-disk cache, so a restart embeds nothing unchanged, and
-//! after an edit only the passages whose text changed.
+//! batch at a time (queries go ahead of it, see [`crate::embed`]), and search turns hybrid
+//! once every passage has a vector: a meaning ranking over part of the vault ranked the right
+//! note lower than words alone did (measured on a fresh cache), so a partial one is never
+//! fused. It reuses the on-disk cache, so a restart embeds nothing unchanged, and after an
+//! edit only the passages whose text changed; stopped, it saves what it has, so the next start
+//! goes on from there.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use crate::api;
 use crate::embed::{EmbedError, Embedder};
 use crate::server::SharedIndex;
 use crate::vectors::{CacheError, CacheFile, NoteMatch, NoteVectors, TextHash, VectorStore};
@@ -29,8 +34,36 @@ pub struct Progress {
     pub embedded: usize,
     /// Passages in the vault.
     pub total: usize,
+    /// Whether the vault's passages have been counted (not while the model loads).
+    pub counted: bool,
+    /// Vectors this run took from the cache.
+    pub from_cache: usize,
     /// Why embedding stopped, if it did.
     pub failed: Option<String>,
+    /// Seconds until every passage has a vector, at this pass's rate so far.
+    pub eta_seconds: Option<u64>,
+}
+
+impl Progress {
+    /// Every passage has its vector: a ranking by meaning covers the whole vault.
+    pub fn complete(&self) -> bool {
+        self.counted && self.embedded == self.total
+    }
+}
+
+/// How far the job has come: the first pass, then following changes, then stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    FirstPass,
+    Following,
+    Ended,
+}
+
+/// The current pass's pace: when it began and how many it has embedded.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    started: Instant,
+    embedded: usize,
 }
 
 /// The vectors of one vault and the model that makes them.
@@ -38,14 +71,20 @@ pub struct Semantic {
     /// Set once the model has loaded (in the background: the server does not wait for it).
     embedder: OnceLock<Embedder>,
     store: RwLock<VectorStore>,
-    /// `store.progress()` as of its last change: counting walks every passage, too slow to
-    /// do for every search of a large vault.
-    counts: Mutex<(usize, usize)>,
+    /// `store.progress()` as of its last change (`None` until the first count): counting
+    /// walks every passage, too slow to do for every search of a large vault.
+    counts: Mutex<Option<(usize, usize)>>,
+    /// The pass under way, for its estimate of the time left.
+    pace: Mutex<Option<Pace>>,
     failed: Mutex<Option<String>>,
-    /// Whether the first pass over the vault has ended (every passage embedded and the cache
-    /// saved, or given up).
-    first_pass: Mutex<bool>,
-    first_pass_done: Condvar,
+    /// Where the job is; the first pass ends once every passage is embedded and the cache
+    /// saved (or embedding was given up).
+    stage: Mutex<Stage>,
+    stage_changed: Condvar,
+    /// Asked to stop: the job saves what it has and ends.
+    stop: AtomicBool,
+    /// Vectors taken from the cache so far.
+    from_cache: AtomicUsize,
 }
 
 /// What the background job needs to begin.
@@ -59,6 +98,18 @@ pub struct SemanticOptions {
     pub threads: usize,
 }
 
+impl SemanticOptions {
+    /// `model` on every core (the embedding thread runs at idle priority, so it takes only
+    /// what nothing else wants, see [`crate::embed`]), caching vectors in `cache_dir`.
+    pub fn new(model: PathBuf, cache_dir: Option<PathBuf>) -> Self {
+        SemanticOptions {
+            model,
+            cache_dir,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+        }
+    }
+}
+
 impl Semantic {
     /// Starts the background job over `index`: load the model, then embed every passage and
     /// follow changes. The job ends when the returned value is dropped.
@@ -66,20 +117,39 @@ impl Semantic {
         let semantic = Arc::new(Semantic {
             embedder: OnceLock::new(),
             store: RwLock::new(VectorStore::default()),
-            counts: Mutex::new((0, 0)),
+            counts: Mutex::new(None),
+            pace: Mutex::new(None),
             failed: Mutex::new(None),
-            first_pass: Mutex::new(false),
-            first_pass_done: Condvar::new(),
+            stage: Mutex::new(Stage::FirstPass),
+            stage_changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            from_cache: AtomicUsize::new(0),
         });
         let weak = Arc::downgrade(&semantic);
         let spawned = std::thread::Builder::new()
             .name("semantic-index".into())
-            .spawn(move || begin(&index, &weak, &options));
+            .spawn(move || {
+                begin(&index, &weak, &options);
+                if let Some(s) = weak.upgrade() {
+                    s.reach(Stage::Ended);
+                }
+            });
         if let Err(e) = spawned {
             semantic.fail(format!("cannot start the embedding job: {e}"));
-            semantic.end_first_pass();
+            semantic.reach(Stage::Ended);
         }
         semantic
+    }
+
+    /// Stops the job: the batch being embedded is finished, what is new is saved to the
+    /// cache, and the job ends. Waits at most `timeout` for that; returns whether it ended.
+    pub fn stop(&self, timeout: Duration) -> bool {
+        self.stop.store(true, Ordering::SeqCst);
+        self.wait_for(Stage::Ended, timeout)
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 
     /// Waits at most `timeout` for the first pass over the vault to end, so that a client
@@ -87,17 +157,24 @@ impl Semantic {
     /// already-cached vault; a large vault being embedded for the first time is not waited for
     /// beyond `timeout`. Returns whether the pass has ended.
     pub fn wait_for_first_pass(&self, timeout: Duration) -> bool {
-        let done = self.first_pass.lock().unwrap_or_else(|p| p.into_inner());
-        let (done, _) = self
-            .first_pass_done
-            .wait_timeout_while(done, timeout, |done| !*done)
-            .unwrap_or_else(|p| p.into_inner());
-        *done
+        self.wait_for(Stage::Following, timeout)
     }
 
-    fn end_first_pass(&self) {
-        *self.first_pass.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        self.first_pass_done.notify_all();
+    /// Waits at most `timeout` for the job to reach `stage` (or a later one).
+    fn wait_for(&self, stage: Stage, timeout: Duration) -> bool {
+        let now = self.stage.lock().unwrap_or_else(|p| p.into_inner());
+        let (now, _) = self
+            .stage_changed
+            .wait_timeout_while(now, timeout, |now| *now < stage)
+            .unwrap_or_else(|p| p.into_inner());
+        *now >= stage
+    }
+
+    /// Moves the job on to `stage` (never back) and wakes whoever waits for it.
+    fn reach(&self, stage: Stage) {
+        let mut now = self.stage.lock().unwrap_or_else(|p| p.into_inner());
+        *now = (*now).max(stage);
+        self.stage_changed.notify_all();
     }
 
     fn fail(&self, why: String) {
@@ -106,15 +183,46 @@ impl Semantic {
 
     /// How far embedding has come.
     pub fn progress(&self) -> Progress {
-        let (embedded, total) = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let counts = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let (embedded, total) = counts.unwrap_or_default();
+        let pace = *self.pace.lock().unwrap_or_else(|p| p.into_inner());
+        let eta_seconds = pace.filter(|p| p.embedded > 0).and_then(|p| {
+            let per_second = p.embedded as f64 / p.started.elapsed().as_secs_f64();
+            let left = total.saturating_sub(embedded);
+            (left > 0).then(|| (left as f64 / per_second).ceil() as u64)
+        });
         Progress {
             embedded,
             total,
+            counted: counts.is_some(),
+            from_cache: self.from_cache.load(Ordering::SeqCst),
             failed: self
                 .failed
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
+            eta_seconds,
+        }
+    }
+
+    /// Where search by meaning stands, as the status resource says it.
+    pub fn status(&self) -> api::EmbeddingStatus {
+        let progress = self.progress();
+        let model = self.model_name();
+        let state = match &progress.failed {
+            Some(_) => api::EmbeddingState::Failed,
+            None if model.is_none() || !progress.counted => api::EmbeddingState::Loading,
+            None if progress.complete() => api::EmbeddingState::Ready,
+            None => api::EmbeddingState::Embedding,
+        };
+        api::EmbeddingStatus {
+            model,
+            state,
+            passages: progress.embedded,
+            total: progress.total,
+            from_cache: progress.from_cache,
+            error: progress.failed,
+            eta_seconds: progress.eta_seconds,
         }
     }
 
@@ -123,13 +231,12 @@ impl Semantic {
         self.embedder.get().map(|e| e.info().name.clone())
     }
 
-    /// Every note with an embedded passage, best match for `query` first, or `None` while no
-    /// passage has a vector yet.
+    /// Every note, best match for `query` first, or `None` until every passage has a vector.
     pub fn rank(&self, query: &str) -> Result<Option<Vec<NoteMatch>>, EmbedError> {
         let Some(embedder) = self.embedder.get() else {
             return Ok(None);
         };
-        if !self.read_store().has_vectors() {
+        if !self.progress().complete() || !self.read_store().has_vectors() {
             return Ok(None);
         }
         let q = embedder.embed_query(query)?;
@@ -138,7 +245,7 @@ impl Semantic {
 
     /// Counts the store's progress afresh; called under its write lock after every change.
     fn recount(&self, store: &VectorStore) {
-        *self.counts.lock().unwrap_or_else(|p| p.into_inner()) = store.progress();
+        *self.counts.lock().unwrap_or_else(|p| p.into_inner()) = Some(store.progress());
     }
 
     fn read_store(&self) -> std::sync::RwLockReadGuard<'_, VectorStore> {
@@ -165,7 +272,6 @@ fn begin(index: &SharedIndex, semantic: &Weak<Semantic>, options: &SemanticOptio
             tracing::warn!("semantic search off: {e}");
             if let Some(s) = semantic.upgrade() {
                 s.fail(e.to_string());
-                s.end_first_pass();
             }
             return;
         }
@@ -225,6 +331,9 @@ fn run(index: &SharedIndex, semantic: &Weak<Semantic>, cache: Option<CacheFile>)
         let Some(semantic) = semantic.upgrade() else {
             return;
         };
+        if semantic.stopping() {
+            return;
+        }
         let generation = index.read().unwrap_or_else(|p| p.into_inner()).generation();
         if seen != Some(generation) {
             let first = seen.is_none();
@@ -240,9 +349,12 @@ fn run(index: &SharedIndex, semantic: &Weak<Semantic>, cache: Option<CacheFile>)
                 save(&semantic, cache);
             }
             // After the save, so whoever waited for the first pass finds it on disk too.
-            if first {
-                semantic.end_first_pass();
+            if first && !semantic.stopping() {
+                semantic.reach(Stage::Following);
             }
+        }
+        if semantic.stopping() {
+            return;
         }
         drop(semantic);
         std::thread::sleep(POLL);
@@ -293,6 +405,7 @@ fn sync(
             }
             if let Some(v) = cached.remove(&hash) {
                 store.insert(hash, &v);
+                semantic.from_cache.fetch_add(1, Ordering::SeqCst);
             } else if queued.insert(hash) {
                 pending.push((hash, text));
             }
@@ -310,7 +423,8 @@ fn sync(
     (pending, removed)
 }
 
-/// Embeds `pending` a batch at a time into the store; returns how many were embedded.
+/// Embeds `pending` a batch at a time into the store, until done or asked to stop; returns
+/// how many were embedded.
 fn embed(
     semantic: &Semantic,
     pending: Vec<(TextHash, String)>,
@@ -319,32 +433,42 @@ fn embed(
     if pending.is_empty() {
         return 0;
     }
+    let Some(embedder) = semantic.embedder.get() else {
+        return 0;
+    };
     let total = pending.len();
     let started = Instant::now();
     let mut checkpoint = Instant::now();
     let mut done = 0;
     tracing::info!(passages = total, "embedding passages in the background");
     for chunk in pending.chunks(BATCH) {
-        let texts = chunk.iter().map(|(_, t)| t.clone()).collect();
-        let Some(embedder) = semantic.embedder.get() else {
-            return done;
-        };
-        match embedder.embed_batch(texts) {
-            Ok(vectors) => {
-                let mut store = semantic.write_store();
-                for ((hash, _), v) in chunk.iter().zip(vectors) {
-                    store.insert(*hash, &v);
-                }
-                semantic.recount(&store);
-                done += chunk.len();
-            }
-            Err(EmbedError::Stopped) => return done,
-            Err(e) => {
-                // One bad batch costs its passages their vectors, not the rest.
-                tracing::warn!("{e}");
-                semantic.fail(e.to_string());
-            }
+        if semantic.stopping() {
+            break;
         }
+        let texts = chunk.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = match embedder.embed_batch(texts) {
+            Ok(vectors) => vectors,
+            Err(EmbedError::Stopped) => break,
+            Err(e) => {
+                tracing::warn!("{e}; embedding that batch's passages one by one");
+                match one_by_one(embedder, chunk) {
+                    Some(vectors) => vectors,
+                    None => break,
+                }
+            }
+        };
+        {
+            let mut store = semantic.write_store();
+            for ((hash, _), v) in chunk.iter().zip(vectors) {
+                store.insert(*hash, &v);
+            }
+            semantic.recount(&store);
+        }
+        done += chunk.len();
+        *semantic.pace.lock().unwrap_or_else(|p| p.into_inner()) = Some(Pace {
+            started,
+            embedded: done,
+        });
         if checkpoint.elapsed() >= CHECKPOINT {
             checkpoint = Instant::now();
             tracing::info!(done, total, "embedding passages");
@@ -353,12 +477,37 @@ fn embed(
             }
         }
     }
+    *semantic.pace.lock().unwrap_or_else(|p| p.into_inner()) = None;
     tracing::info!(
         passages = done,
         ms = started.elapsed().as_millis() as u64,
-        "passages embedded; search is hybrid"
+        "{}",
+        if done == total {
+            "passages embedded; search is hybrid"
+        } else {
+            "embedding stopped; what was embedded is kept"
+        }
     );
     done
+}
+
+/// The vectors of a batch that failed as a whole, each text on its own; a text that fails
+/// alone gets a zero vector (it ranks by words alone), so one bad passage never keeps the
+/// vault from being complete. `None` when the embedding thread has stopped.
+fn one_by_one(embedder: &Embedder, chunk: &[(TextHash, String)]) -> Option<Vec<Vec<f32>>> {
+    let dim = embedder.info().dim;
+    let mut vectors = Vec::with_capacity(chunk.len());
+    for (_, text) in chunk {
+        match embedder.embed_batch(vec![text.clone()]) {
+            Ok(mut v) => vectors.push(v.pop().unwrap_or_else(|| vec![0.0; dim])),
+            Err(EmbedError::Stopped) => return None,
+            Err(e) => {
+                tracing::warn!("a passage cannot be embedded ({e}); it is found by words alone");
+                vectors.push(vec![0.0; dim]);
+            }
+        }
+    }
+    Some(vectors)
 }
 
 fn save(semantic: &Semantic, cache: &CacheFile) {

@@ -273,29 +273,11 @@ impl Tools {
 
     /// The status resource's content.
     fn status(&self) -> api::Status {
-        let embedding = self.semantic.as_deref().map(|s| {
-            let progress = s.progress();
-            let model = s.model_name();
-            let state = match (&progress.failed, &model) {
-                (Some(_), _) => api::EmbeddingState::Failed,
-                (None, None) => api::EmbeddingState::Loading,
-                (None, Some(_)) if progress.embedded < progress.total => {
-                    api::EmbeddingState::Embedding
-                }
-                (None, Some(_)) => api::EmbeddingState::Ready,
-            };
-            api::EmbeddingStatus {
-                model,
-                state,
-                passages: progress.embedded,
-                total: progress.total,
-                error: progress.failed,
-            }
-        });
-        // Search ranks by meaning as soon as the model is loaded and a passage has a vector.
+        let embedding = self.semantic.as_deref().map(Semantic::status);
+        // Search ranks by meaning once every passage has a vector.
         let hybrid = embedding
             .as_ref()
-            .is_some_and(|e| e.model.is_some() && e.passages > 0);
+            .is_some_and(|e| e.state == api::EmbeddingState::Ready && e.total > 0);
         api::Status {
             notes: self.read().len(),
             vault_available: self.vault_missing().is_none(),

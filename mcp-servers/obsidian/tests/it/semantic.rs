@@ -414,3 +414,104 @@ async fn a_hub_model_is_taken_from_the_shared_cache_and_never_downloaded() {
         assert!(stderr.contains(error), "{name}: {stderr}");
     }
 }
+
+/// Writes a vault of `notes` notes, four sections each, in plain varied English: enough
+/// passages that embedding them takes a while.
+fn write_large_vault(dir: &Path, notes: usize) {
+    const WORDS: &[&str] = &[
+        "garden", "river", "budget", "recipe", "travel", "sleep", "engine", "library", "winter",
+        "market", "harbor", "violin", "canvas", "meeting", "orchard", "bridge", "lantern",
+        "compass", "meadow", "theory",
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..notes {
+        let mut text = String::new();
+        for section in 0..4 {
+            text.push_str(&format!("## Part {section}\n\n"));
+            for sentence in 0..6 {
+                let w = |k: usize| WORDS[(i * 7 + section * 3 + sentence * 5 + k) % WORDS.len()];
+                text.push_str(&format!(
+                    "The {} near the {} keeps the {} of note {i} in order, said the {}. ",
+                    w(0),
+                    w(1),
+                    w(2),
+                    w(3)
+                ));
+            }
+            text.push_str("\n\n");
+        }
+        std::fs::write(dir.join(format!("Note {i}.md")), text).unwrap();
+    }
+}
+
+/// Polls the status resource until `done` holds of it (bounded: the embedder runs at idle
+/// priority, so other tests running at once slow it down).
+async fn status_until(c: &Client, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..6000 {
+        let s = status(c).await;
+        if done(&s) {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the status never got there: {}", status(c).await);
+}
+
+/// On a fresh cache, search ranks by words until every passage has a vector (a meaning
+/// ranking over part of a vault is never fused), and says so with its progress; a server
+/// stopped half way keeps what it embedded, and the next start goes on from there.
+#[tokio::test]
+async fn search_is_by_words_until_the_vault_is_embedded_and_a_stop_keeps_the_vectors() {
+    let setup = Setup::new();
+    let vault = setup.dir.path().join("large");
+    write_large_vault(&vault, 150);
+    let command = || {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
+        cmd.arg("--vault")
+            .arg(&vault)
+            .arg("--cache-dir")
+            .arg(setup.cache())
+            .arg("--embedding-model")
+            .arg(model())
+            .env("RUST_LOG", "info,obsidian_kb=debug");
+        common::without_hub_cache(cmd.as_std_mut(), setup.dir.path());
+        cmd
+    };
+
+    let c = setup.connect(0, command()).await;
+    // Part of the vault has vectors: still by words, and the result says how far it is.
+    let partial = status_until(&c, |s| s["embedding"]["passages"].as_u64() > Some(0)).await;
+    let total = partial["embedding"]["total"].as_u64().unwrap();
+    assert_eq!(total, 600, "{partial}");
+    let out = search(&c, "garden river").await;
+    let embedded = out["embedded"]["passages"].as_u64().unwrap();
+    assert!(
+        embedded < total,
+        "embedding ended too soon to test: {out:?}"
+    );
+    assert_eq!(out["ranking"], "lexical", "{out:?}");
+    let status = status(&c).await;
+    assert_eq!(status["ranking"], "lexical", "{status}");
+    assert_eq!(status["embedding"]["state"], "embedding", "{status}");
+    assert!(status["embedding"]["eta_seconds"].is_u64(), "{status}");
+    c.cancel().await.unwrap();
+    let log = setup.log_text(0);
+    assert!(
+        log.contains("embedding stopped; what was embedded is kept"),
+        "{log}"
+    );
+
+    // The next start takes those vectors from the cache and embeds only the rest.
+    let c = setup.connect(1, command()).await;
+    let ready = status_until(&c, |s| s["embedding"]["state"] == "ready").await;
+    assert_eq!(ready["ranking"], "hybrid", "{ready}");
+    assert_eq!(search(&c, "garden river").await["ranking"], "hybrid");
+    c.cancel().await.unwrap();
+    let log = setup.log_text(1);
+    assert!(log.contains("vector cache loaded"), "{log}");
+    let again = embedded_counts(&log);
+    assert!(
+        again.len() == 1 && again[0] as u64 <= total - embedded,
+        "{embedded} of {total} were embedded before the stop, then {again:?}: {log}"
+    );
+}
