@@ -30,6 +30,12 @@
 //!   what the answer-quality benchmark can score. For each question whose keyword is not
 //!   shown, it says where each gold note in the top K ranks, which passage was shown, and
 //!   which of its passages (in the order `search_notes` gives them) holds a keyword.
+//! - `obsidian-kb-bench first-hour VAULT --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]`:
+//!   the real server over stdio on an empty vector cache, as a person's first session finds
+//!   it: at 0%, 25%, 50%, 75% and 100% of the embedding, every question of the QA file is
+//!   searched once (`search_notes`, limit K, default 5), and a row gives the passages embedded,
+//!   the rankings the results said they used, hit@1 and hit@K, and search p50/p95/max while
+//!   embedding goes on; then the time the whole embedding took.
 //!
 //! `--server` defaults to the `obsidian-kb` next to this binary, so another build (the code
 //! before a change) can be measured with the same client.
@@ -98,6 +104,7 @@ const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench flood VAULT_DIR [--server BIN] [--requests N] [--tool get_links|search_notes|mixed] [--note NOTE]
        obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
        obsidian-kb-bench hybrid VAULT_DIR --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]
+       obsidian-kb-bench first-hour VAULT_DIR --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]
        obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]";
 
 fn main() -> anyhow::Result<()> {
@@ -109,6 +116,7 @@ fn main() -> anyhow::Result<()> {
         Some("startup") => startup(&args[1..]),
         Some("hybrid") => hybrid(&args[1..]),
         Some("retrieval") => retrieval(&args[1..]),
+        Some("first-hour") => first_hour(&args[1..]),
         Some(dir) => index_and_search(Path::new(dir)),
     }
 }
@@ -813,6 +821,128 @@ fn hybrid(args: &[String]) -> anyhow::Result<()> {
     match server.peak_rss_kb() {
         Some(kb) => println!("server peak RSS: {:.1} MB", kb as f64 / 1024.0),
         None => println!("server peak RSS: unavailable"),
+    }
+    server.stop();
+    Ok(())
+}
+
+/// Questions and their gold notes (as `note://` URIs) from a QA file.
+fn qa_gold_uris(path: &str) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    std::fs::read_to_string(path)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l)?;
+            let gold = v["gold"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(|g| format!("note://{}", g.trim_end_matches(".md")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok((v["question"].as_str().unwrap_or_default().to_string(), gold))
+        })
+        .collect()
+}
+
+fn first_hour(args: &[String]) -> anyhow::Result<()> {
+    use obsidian_kb::api::EmbeddingState;
+    let vault = args.first().ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let qa = flag(args, "--qa").ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let model = flag(args, "--embedding-model").ok_or_else(|| anyhow::anyhow!("{USAGE}"))?;
+    let k: usize = flag(args, "--k").map_or(Ok(5), str::parse)?;
+    let questions = qa_gold_uris(qa)?;
+    let bin = server_bin(args)?;
+    let cache = tempfile::tempdir()?;
+    let cache_arg = cache
+        .path()
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("a non-UTF-8 cache path"))?;
+    let t0 = Instant::now();
+    let mut server = Server::start_with(
+        &bin,
+        vault,
+        &["--embedding-model", model, "--cache-dir", cache_arg],
+    )?;
+    server.initialize()?;
+    println!(
+        "server: {}; {} questions; hit@{k} = a gold note in the top {k}; an empty cache",
+        bin.display(),
+        questions.len()
+    );
+    println!(
+        "stage | embedded at start..end | rankings | hit@1 | hit@{k} | search p50 / p95 / max ms"
+    );
+    let mut next_stage = 0;
+    let mut round = 0;
+    loop {
+        let status = server.status()?;
+        let Some(embedding) = status.embedding else {
+            anyhow::bail!("the server has no embedding model");
+        };
+        if embedding.state == EmbeddingState::Failed {
+            anyhow::bail!("embedding failed: {:?}", embedding.error);
+        }
+        let ready = embedding.state == EmbeddingState::Ready;
+        let embedded_after = t0.elapsed();
+        let percent = (embedding.passages * 100)
+            .checked_div(embedding.total)
+            .unwrap_or(0);
+        if ready || (embedding.total > 0 && percent >= next_stage && next_stage < 100) {
+            let stage = if ready { 100 } else { next_stage };
+            let (mut hit1, mut hitk, mut times, mut rankings) =
+                (0, 0, Vec::new(), std::collections::BTreeMap::new());
+            for (i, (question, gold)) in questions.iter().enumerate() {
+                let (result, took) = server.request(
+                    &format!("r{round}-{i}"),
+                    "tools/call",
+                    json!({"name": "search_notes", "arguments": {"query": question, "limit": k}}),
+                )?;
+                times.push(took);
+                let out = &result["structuredContent"];
+                *rankings
+                    .entry(out["ranking"].as_str().unwrap_or("?").to_string())
+                    .or_insert(0) += 1;
+                let uris: Vec<&str> = out["hits"]
+                    .as_array()
+                    .map(|h| h.iter().filter_map(|h| h["uri"].as_str()).collect())
+                    .unwrap_or_default();
+                match uris.iter().position(|u| gold.iter().any(|g| g == u)) {
+                    Some(0) => (hit1, hitk) = (hit1 + 1, hitk + 1),
+                    Some(_) => hitk += 1,
+                    None => {}
+                }
+            }
+            round += 1;
+            let after = server.status()?.embedding.map_or(0, |e| e.passages);
+            times.sort();
+            let n = questions.len().max(1);
+            println!(
+                "{stage:>4}% | {}..{} of {} | {} | {hit1}/{n} | {hitk}/{n} | {:.1} / {:.1} / {:.1}",
+                embedding.passages,
+                after,
+                embedding.total,
+                rankings
+                    .iter()
+                    .map(|(r, c)| format!("{r} {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ms(pct(&times, 0.5)),
+                ms(pct(&times, 0.95)),
+                ms(*times.last().unwrap_or(&Duration::ZERO))
+            );
+            if ready {
+                println!(
+                    "every passage embedded {:.1} s after the server started",
+                    embedded_after.as_secs_f64()
+                );
+                break;
+            }
+            next_stage = stage + 25;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
     server.stop();
     Ok(())
