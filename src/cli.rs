@@ -102,6 +102,11 @@ pub struct ServerArgs {
     /// The bundled vault server searches by words alone.
     #[arg(long, conflicts_with = "embedding_model")]
     pub no_embeddings: bool,
+    /// Search is by words until every passage has a vector: a model command first embeds
+    /// the rest when the server expects that to take at most this many seconds, and otherwise
+    /// answers at once (0: never wait; `recall index` embeds it all).
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub embedding_wait: u64,
 }
 
 /// Flags of the agent loop.
@@ -203,6 +208,12 @@ pub enum Command {
         interactive: bool,
         #[command(flatten)]
         run: RunArgs,
+    },
+    /// Embed the whole vault for search by meaning now, with a progress bar (resumable; the
+    /// model commands otherwise wait only when little is left).
+    Index {
+        #[command(flatten)]
+        servers: ServerArgs,
     },
     /// List the tool servers and their tools, without loading a model.
     Tools {

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod embedding;
 pub mod engine;
 pub mod grammar;
 pub mod mcp;
@@ -82,6 +83,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 interactive,
             },
         ),
+        Command::Index { servers } => commands::index(&global, &servers),
         Command::Tools { servers } => commands::tools(&global, &servers),
         Command::Call {
             tool,

@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, ResourceContents,
+    Implementation, ReadResourceRequestParams, ResourceContents,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
@@ -286,6 +286,33 @@ impl McpManager {
             }
             Ok(Err(error)) => error_output(format!("tool \"{}\" failed: {error}", call.name)),
         }
+    }
+
+    /// The text of resource `uri` on `server` (the first text content it returns).
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<String, String> {
+        let server = self
+            .servers
+            .iter()
+            .find(|s| s.spec.name == server)
+            .ok_or_else(|| format!("no server named {server}"))?;
+        let client = self
+            .current_client(server)
+            .ok_or_else(|| format!("server {} is not running", server.spec.name))?;
+        let result = tokio::time::timeout(
+            server.spec.timeout,
+            client.read_resource(ReadResourceRequestParams::new(uri)),
+        )
+        .await
+        .map_err(|_| format!("reading {uri} timed out"))?
+        .map_err(|e| format!("reading {uri} failed: {e}"))?;
+        result
+            .contents
+            .into_iter()
+            .find_map(|c| match c {
+                ResourceContents::TextResourceContents { text, .. } => Some(text),
+                _ => None,
+            })
+            .ok_or_else(|| format!("{uri} has no text"))
     }
 
     /// Stops every server: closes each session, waits (bounded) for the children to exit, then

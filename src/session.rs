@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs};
-use crate::config;
+use crate::config::{self, ConfigSource};
+use crate::embedding;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{Engine, LoadOptions, Session, SessionOptions};
 use crate::engine::prompt_cache::PromptCache;
@@ -107,12 +108,16 @@ fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
 /// Starts every configured tool server (concurrently) on a fresh runtime.
 pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpManager)> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let manager = start_servers_on(&runtime, args)?;
+    let (manager, _) = start_servers_on(&runtime, args)?;
     Ok((runtime, manager))
 }
 
-/// Starts every configured tool server (concurrently) on `runtime`, reporting those that fail.
-fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Result<McpManager> {
+/// Starts every configured tool server (concurrently) on `runtime`, reporting those that fail;
+/// also says where their configuration came from.
+pub fn start_servers_on(
+    runtime: &tokio::runtime::Runtime,
+    args: &ServerArgs,
+) -> Result<(McpManager, ConfigSource)> {
     let config = config::load(
         args.config.as_deref(),
         args.vault.as_deref(),
@@ -122,6 +127,7 @@ fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Res
         eprintln!("recall: {warning}");
     }
     let manager = runtime.block_on(McpManager::start(&config.servers));
+    let source = config.source;
     for server in manager.servers() {
         if let ServerStatus::Failed {
             reason,
@@ -134,7 +140,7 @@ fn start_servers_on(runtime: &tokio::runtime::Runtime, args: &ServerArgs) -> Res
             }
         }
     }
-    Ok(manager)
+    Ok((manager, source))
 }
 
 /// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
@@ -216,7 +222,7 @@ impl Workbench {
         // From here on Ctrl-C must not kill recall: the servers would be left without their
         // shutdown (they run in process groups of their own, so the terminal spares them).
         let interrupt = Interrupt::install(&runtime);
-        let manager = start_servers_on(&runtime, &run.servers)?;
+        let (manager, _) = start_servers_on(&runtime, &run.servers)?;
         let token = interrupt.token();
         let loaded = if token.is_cancelled() {
             Err(Cancelled.into())
@@ -231,6 +237,16 @@ impl Workbench {
                 return Err(err);
             }
         };
+        // The first answer should be as good as the steady state's: embed the rest of the
+        // vault first when it is short, else say that search is by words for now.
+        let bound = Some(std::time::Duration::from_secs(run.servers.embedding_wait));
+        match embedding::prepare(&runtime, &manager, &token, bound) {
+            Ok(readiness) => embedding::say(&readiness),
+            Err(cancelled) => {
+                runtime.block_on(manager.shutdown());
+                return Err(cancelled.into());
+            }
+        }
         let info = engine.info();
         let template = ChatTemplate::new(
             info.chat_template.as_deref(),

@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{GlobalArgs, ServerArgs};
+use crate::embedding;
+use crate::engine::CancellationToken;
 use crate::session::start_servers;
 use crate::tool::ToolCall;
 
@@ -18,6 +20,13 @@ pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str)
         anyhow::bail!("arguments must be a JSON object like '{{\"query\": \"bread\"}}'");
     };
     let (runtime, manager) = start_servers(args)?;
+    // The search a model command would get: when the vault's embedding is nearly done, it is
+    // waited for (recall exits on Ctrl-C here, and the servers with it).
+    let bound = Some(std::time::Duration::from_secs(args.embedding_wait));
+    if let Ok(readiness) = embedding::prepare(&runtime, &manager, &CancellationToken::new(), bound)
+    {
+        embedding::say(&readiness);
+    }
     let call = ToolCall {
         name: tool.to_string(),
         arguments,

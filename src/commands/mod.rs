@@ -6,6 +6,7 @@
 mod ask;
 mod bench;
 mod call;
+mod index;
 mod models;
 mod render;
 mod tools;
@@ -14,6 +15,7 @@ mod vault_server;
 pub use ask::ask;
 pub use bench::bench;
 pub use call::call;
+pub use index::index;
 pub use models::models;
 pub use render::render;
 pub use tools::tools;

@@ -7,6 +7,7 @@ mod agent;
 mod chat;
 mod cli;
 mod config;
+mod embedding;
 mod engine;
 mod grammar;
 mod hub;

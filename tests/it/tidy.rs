@@ -50,6 +50,12 @@ const CONFINED: &[Confined] = &[
         why: "the embedding model is reached through `Embedder`",
     },
     Confined {
+        krate: "thread_priority",
+        scope: "mcp-servers/obsidian/src",
+        allowed: &["mcp-servers/obsidian/src/embed.rs"],
+        why: "only the embedding thread runs at idle priority",
+    },
+    Confined {
         krate: "rmcp",
         scope: "mcp-servers/obsidian/src",
         allowed: &["mcp-servers/obsidian/src/server.rs"],

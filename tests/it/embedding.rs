@@ -1,0 +1,171 @@
+//! The first hour with a vault: `recall index`, and what a model command does on a vault whose
+//! passages are not all embedded yet. Real SmolLM2, the real bundled vault server and the real
+//! all-MiniLM-L6-v2 embedder, each run on a vector cache of its own.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// `recall ARGS` on the fixture vault with the vector cache under `cache` (XDG_CACHE_HOME).
+fn recall_with_cache(cache: &Path, args: &[&str]) -> Output {
+    let embedding_model = common::minilm();
+    Command::new(env!("CARGO_BIN_EXE_recall"))
+        .args(args)
+        .args(["--vault", &common::fixture_vault()])
+        .args(["--embedding-model", embedding_model.to_str().unwrap()])
+        .env_remove("RECALL_VAULT")
+        .env_remove("RECALL_MODEL")
+        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("XDG_CACHE_HOME", cache)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("RECALL_PROMPT_CACHE_DIR", cache.join("prompts"))
+        .output()
+        .expect("recall runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// The notes the opening search returned, in rank order.
+fn retrieved(report: &Value) -> Vec<Value> {
+    let step = &report["steps"][0];
+    assert_eq!(step["kind"], "retrieve", "{report:#}");
+    step["calls"][0]["notes"].as_array().unwrap().clone()
+}
+
+fn ask(cache: &Path, extra: &[&str]) -> Output {
+    let model = common::smollm2();
+    let mut args = vec![
+        "ask",
+        "--json",
+        "--model",
+        model.to_str().unwrap(),
+        "--temp",
+        "0",
+        "--max-tokens",
+        "48",
+    ];
+    args.extend_from_slice(extra);
+    args.push("How do I keep the water pump running?");
+    recall_with_cache(cache, &args)
+}
+
+#[test]
+fn recall_index_embeds_the_vault_once_and_then_finds_it_in_the_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let first = json(&recall_with_cache(cache.path(), &["index", "--json"]));
+    let passages = first["passages"].as_u64().unwrap();
+    assert!(passages > 0, "{first}");
+    assert_eq!(first["embedded_now"], passages, "{first}");
+    assert_eq!(first["from_cache"], 0, "{first}");
+    assert_eq!(first["model"], "all-MiniLM-L6-v2.gguf", "{first}");
+    assert_eq!(
+        first["cache_dir"],
+        cache.path().join("obsidian-kb").to_str().unwrap(),
+        "{first}"
+    );
+    assert!(
+        std::fs::read_dir(cache.path().join("obsidian-kb"))
+            .unwrap()
+            .count()
+            > 0,
+        "no vector cache written"
+    );
+
+    let again = json(&recall_with_cache(cache.path(), &["index", "--json"]));
+    assert_eq!(again["embedded_now"], 0, "{again}");
+    assert_eq!(again["from_cache"], passages, "{again}");
+
+    // Without --json: one summary line.
+    let out = recall_with_cache(cache.path(), &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.contains(&format!("{passages} passages embedded")),
+        "{stdout}"
+    );
+
+    // No embedding model: nothing to index, and it says why.
+    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
+        .args([
+            "index",
+            "--no-embeddings",
+            "--vault",
+            &common::fixture_vault(),
+        ])
+        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("searches by words alone"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The first question on a fresh cache is answered from the sources the steady state gives:
+/// the small rest of the vault is embedded first (the search is hybrid, never a fusion over a
+/// half-embedded vault), and a warm run finds the same.
+#[test]
+fn the_first_answer_on_a_fresh_cache_has_the_steady_state_sources() {
+    let cache = tempfile::tempdir().unwrap();
+    let fresh = ask(cache.path(), &[]);
+    let stderr = text(&fresh.stderr);
+    assert!(
+        !stderr.contains("answering by words"),
+        "the fixture vault is small enough to wait for: {stderr}"
+    );
+    let fresh = json(&fresh);
+    let warm = ask(cache.path(), &[]);
+    assert!(
+        !text(&warm.stderr).contains("search by meaning"),
+        "nothing left to embed: {}",
+        text(&warm.stderr)
+    );
+    let warm = json(&warm);
+    assert_eq!(retrieved(&fresh), retrieved(&warm));
+    assert_eq!(fresh["citations"], warm["citations"]);
+
+    // Those are the sources of a search by words and meaning: the same call by hand, on the
+    // now complete cache, ranks hybrid and returns them in that order.
+    let call = json(&recall_with_cache(
+        cache.path(),
+        &[
+            "--json",
+            "call",
+            "search_notes",
+            r#"{"query": "How do I keep the water pump running?"}"#,
+        ],
+    ));
+    assert_eq!(call["structured"]["ranking"], "hybrid", "{call}");
+}
+
+/// With no time to wait (`--embedding-wait 0`) a model command answers by words at once and
+/// says so in one line, naming `recall index`.
+#[test]
+fn a_command_that_cannot_wait_answers_by_words_and_says_so() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = ask(cache.path(), &["--embedding-wait", "0"]);
+    let stderr = text(&out.stderr);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("search by meaning"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("answering by words now"), "{stderr}");
+    assert!(said[0].contains("`recall index` finishes it"), "{stderr}");
+    let report = json(&out);
+    assert!(!retrieved(&report).is_empty(), "{report:#}");
+}
