@@ -7,8 +7,10 @@ GGUF that llama.cpp loads as architecture `bert` with its WordPiece tokenizer an
 Only the layout llama.cpp's `bert` loader reads is written (src/models/bert.cpp in llama.cpp):
 token/position/type embeddings, the embedding LayerNorm, and per layer Q/K/V, attention output,
 its LayerNorm, the feed-forward pair and the output LayerNorm. The pooler head is not used by
-sentence-transformers' mean pooling and is dropped. Weight matrices are stored as F16; vectors and the position and token-type tables (added to
-activations, which ggml's CPU backend does only in F32) as F32.
+sentence-transformers' mean pooling and is dropped. Weight matrices are stored as Q8_0; vectors
+and the position and token-type tables (added to activations, which ggml's CPU backend does only
+in F32) as F32. Q8_0 embeds the Obsidian help vault 1.2x as fast as F16 on 2 threads, and its
+fused rankings on both QA sets are the same as F16's (obsidian-kb-bench retrieval).
 """
 
 import json
@@ -70,7 +72,7 @@ def convert(model_dir: Path, out: Path) -> None:
     writer.add_layer_norm_eps(config["layer_norm_eps"])
     writer.add_causal_attention(False)
     writer.add_pooling_type(gguf.PoolingType.MEAN)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
 
     vocab = tokenizer["model"]["vocab"]
     by_id = sorted(vocab.items(), key=lambda item: item[1])
@@ -103,9 +105,12 @@ def convert(model_dir: Path, out: Path) -> None:
         if name is None:
             sys.exit(f"model.safetensors: no GGUF name for tensor {hf_name}")
         # Embedding tables that ggml adds to activations (not multiplies) must stay F32.
-        half = array.ndim == 2 and not name.startswith(("position_embd", "token_types"))
-        data = array.astype(np.float16 if half else np.float32)
-        writer.add_tensor(name, data)
+        data = array.astype(np.float32)
+        if array.ndim == 2 and not name.startswith(("position_embd", "token_types")):
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(name, gguf.quants.quantize(data, q8), raw_dtype=q8)
+        else:
+            writer.add_tensor(name, data)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -119,6 +124,9 @@ def check(path: Path) -> None:
     name = bytes(field.parts[field.data[0]]).decode()
     if name != NAME or len(reader.tensors) != 5 + 16 * 6:
         sys.exit(f"{path}: not the {NAME} embedding model")
+    field = reader.fields["general.file_type"]
+    if int(field.parts[field.data[0]][0]) != gguf.LlamaFileType.MOSTLY_Q8_0:
+        sys.exit(f"{path}: an older conversion (not Q8_0)")
 
 
 if __name__ == "__main__":

@@ -114,9 +114,7 @@ pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
         // between closing stdin and ending the process).
         let stopped = tokio::task::spawn_blocking(move || semantic.stop(SAVE_AT_EXIT)).await;
         if !matches!(stopped, Ok(true)) {
-            tracing::warn!(
-                "the embedding job did not stop in time; this run's vectors may be lost"
-            );
+            tracing::warn!("this run's vectors could not be saved");
         }
     }
     served

@@ -42,6 +42,8 @@ pub struct Progress {
     pub failed: Option<String>,
     /// Seconds until every passage has a vector, at this pass's rate so far.
     pub eta_seconds: Option<u64>,
+    /// Tokens the embedding model has read since it loaded, queries included.
+    pub tokens: u64,
 }
 
 impl Progress {
@@ -83,6 +85,8 @@ pub struct Semantic {
     stage_changed: Condvar,
     /// Asked to stop: the job saves what it has and ends.
     stop: AtomicBool,
+    /// The vector cache, once the model has loaded (for [`Semantic::stop`] to save to).
+    cache: OnceLock<CacheFile>,
     /// Vectors taken from the cache so far.
     from_cache: AtomicUsize,
 }
@@ -123,6 +127,7 @@ impl Semantic {
             stage: Mutex::new(Stage::FirstPass),
             stage_changed: Condvar::new(),
             stop: AtomicBool::new(false),
+            cache: OnceLock::new(),
             from_cache: AtomicUsize::new(0),
         });
         let weak = Arc::downgrade(&semantic);
@@ -142,10 +147,20 @@ impl Semantic {
     }
 
     /// Stops the job: the batch being embedded is finished, what is new is saved to the
-    /// cache, and the job ends. Waits at most `timeout` for that; returns whether it ended.
+    /// cache, and the job ends. Waits at most `timeout` for that; when the job has not ended
+    /// by then (its batch runs at idle priority, and a busy machine may give it no core for a
+    /// long while), saves what was embedded before that batch itself. Returns whether what was
+    /// embedded is saved (or there is no cache to save to).
     pub fn stop(&self, timeout: Duration) -> bool {
         self.stop.store(true, Ordering::SeqCst);
-        self.wait_for(Stage::Ended, timeout)
+        if self.wait_for(Stage::Ended, timeout) {
+            return true;
+        }
+        let Some(cache) = self.cache.get() else {
+            return true;
+        };
+        tracing::info!("embedding stopped; what was embedded is kept");
+        save(self, cache)
     }
 
     fn stopping(&self) -> bool {
@@ -202,6 +217,7 @@ impl Semantic {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
             eta_seconds,
+            tokens: self.embedder.get().map_or(0, Embedder::tokens_read),
         }
     }
 
@@ -306,6 +322,9 @@ fn begin(index: &SharedIndex, semantic: &Weak<Semantic>, options: &SemanticOptio
     match semantic.upgrade() {
         Some(s) => {
             let _ = s.embedder.set(embedder);
+            if let Some(cache) = &cache {
+                let _ = s.cache.set(cache.clone());
+            }
         }
         None => return,
     }
@@ -510,10 +529,16 @@ fn one_by_one(embedder: &Embedder, chunk: &[(TextHash, String)]) -> Option<Vec<V
     Some(vectors)
 }
 
-fn save(semantic: &Semantic, cache: &CacheFile) {
-    let result = cache.save(&semantic.read_store());
-    match result {
-        Ok(()) => tracing::debug!("vector cache saved"),
-        Err(e) => tracing::warn!("cannot save the vector cache: {e}"),
+/// Writes the store to the cache; returns whether it could.
+fn save(semantic: &Semantic, cache: &CacheFile) -> bool {
+    match cache.save(&semantic.read_store()) {
+        Ok(()) => {
+            tracing::debug!("vector cache saved");
+            true
+        }
+        Err(e) => {
+            tracing::warn!("cannot save the vector cache: {e}");
+            false
+        }
     }
 }

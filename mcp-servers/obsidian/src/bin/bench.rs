@@ -263,6 +263,18 @@ impl Server {
         Self::start_with(bin, vault, &[])
     }
 
+    /// Starts the server embedding with `model` into the vector cache at `cache`.
+    fn start_embedding(bin: &Path, vault: &str, model: &str, cache: &Path) -> anyhow::Result<Self> {
+        let cache = cache
+            .to_str()
+            .ok_or_else(|| anyhow::anyhow!("a non-UTF-8 cache path"))?;
+        Self::start_with(
+            bin,
+            vault,
+            &["--embedding-model", model, "--cache-dir", cache],
+        )
+    }
+
     /// Starts the server with `extra` arguments after `--vault VAULT`.
     fn start_with(bin: &Path, vault: &str, extra: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(bin)
@@ -724,9 +736,10 @@ fn embed_vault(
         if p.total > 0 && p.embedded == p.total && semantic.wait_for_first_pass(Duration::ZERO) {
             let secs = t0.elapsed().as_secs_f64();
             println!(
-                "{} passages ready in {secs:.1} s on {threads} threads ({:.1} passages/s, model load and cache write included)",
+                "{} passages ready in {secs:.1} s on {threads} threads ({:.1} passages/s, {:.0} tokens/s; model load and cache write included)",
                 p.total,
-                p.total as f64 / secs
+                p.total as f64 / secs,
+                p.tokens as f64 / secs
             );
             return Ok(semantic);
         }
@@ -741,9 +754,6 @@ fn hybrid(args: &[String]) -> anyhow::Result<()> {
     let bin = server_bin(args)?;
     let temp = tempfile::tempdir()?;
     let cache = flag(args, "--cache-dir").map_or(temp.path(), Path::new);
-    let cache_arg = cache
-        .to_str()
-        .ok_or_else(|| anyhow::anyhow!("a non-UTF-8 cache path"))?;
 
     // Cold: every passage embedded, in process, into the (empty) cache the server then uses.
     let (index, stats) =
@@ -763,11 +773,7 @@ fn hybrid(args: &[String]) -> anyhow::Result<()> {
 
     // Warm: the real server on the full cache.
     let t0 = Instant::now();
-    let mut server = Server::start_with(
-        &bin,
-        vault,
-        &["--embedding-model", model, "--cache-dir", cache_arg],
-    )?;
+    let mut server = Server::start_embedding(&bin, vault, model, cache)?;
     let serving = server.initialize()? - t0;
     let hybrid_at = loop {
         let status = server.status()?;
@@ -856,16 +862,8 @@ fn first_hour(args: &[String]) -> anyhow::Result<()> {
     let questions = qa_gold_uris(qa)?;
     let bin = server_bin(args)?;
     let cache = tempfile::tempdir()?;
-    let cache_arg = cache
-        .path()
-        .to_str()
-        .ok_or_else(|| anyhow::anyhow!("a non-UTF-8 cache path"))?;
     let t0 = Instant::now();
-    let mut server = Server::start_with(
-        &bin,
-        vault,
-        &["--embedding-model", model, "--cache-dir", cache_arg],
-    )?;
+    let mut server = Server::start_embedding(&bin, vault, model, cache.path())?;
     server.initialize()?;
     println!(
         "server: {}; {} questions; hit@{k} = a gold note in the top {k}; an empty cache",
