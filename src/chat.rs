@@ -197,7 +197,7 @@ impl Repl<'_, '_> {
         let session = &*self.session;
         let limit = session
             .context_size()
-            .saturating_sub(self.agent.max_tokens + TURN_RESERVE);
+            .saturating_sub(self.agent.answer_tokens() + TURN_RESERVE);
         drop_oldest_turns(&mut self.conversation, |messages| {
             let mut next = messages.to_vec();
             next.push(Message::user(question));

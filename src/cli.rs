@@ -126,9 +126,25 @@ pub struct AgentArgs {
     /// when that answer is that the notes do not say.
     #[arg(long)]
     pub decide_first: bool,
-    /// Most tokens in the answer.
-    #[arg(long, default_value_t = 512)]
-    pub max_tokens: usize,
+    /// Most tokens in an answer (default 256: `ask` and `chat` answer in a few sentences), a
+    /// summary, a quiz item or a grade (default 512).
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
+}
+
+/// Tokens a summary, a quiz item or a grade may take unless `--max-tokens` says otherwise.
+pub const STUDY_TOKENS: usize = 512;
+
+impl AgentArgs {
+    /// The bound on an answer's tokens.
+    pub fn answer_tokens(&self) -> usize {
+        self.max_tokens.unwrap_or(crate::agent::ANSWER_TOKENS)
+    }
+
+    /// The bound on a summary's, a quiz item's or a grade's tokens.
+    pub fn study_tokens(&self) -> usize {
+        self.max_tokens.unwrap_or(STUDY_TOKENS)
+    }
 }
 
 /// Flags of the prompt cache: the KV state of the prompt's fixed part, kept across runs.
@@ -274,4 +290,27 @@ pub enum QuizFormat {
     Json,
     /// CSV that Anki imports (front, back, source).
     Anki,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command};
+
+    fn agent_args(args: &[&str]) -> super::AgentArgs {
+        match Cli::try_parse_from(args).expect("valid arguments").command {
+            Command::Ask { run, .. } | Command::Quiz { run, .. } => run.agent,
+            other => panic!("not a model command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn answers_are_short_by_default_and_study_aids_are_not() {
+        let ask = agent_args(&["recall", "ask", "When is the midterm?"]);
+        assert_eq!(ask.answer_tokens(), crate::agent::ANSWER_TOKENS);
+        assert_eq!(ask.study_tokens(), super::STUDY_TOKENS);
+        let quiz = agent_args(&["recall", "quiz", "Biology", "--max-tokens", "100"]);
+        assert_eq!((quiz.answer_tokens(), quiz.study_tokens()), (100, 100));
+    }
 }

@@ -310,7 +310,7 @@ impl Workbench {
     pub fn agent_options(&self, model_args: &ModelArgs, agent_args: &AgentArgs) -> AgentOptions {
         AgentOptions {
             max_steps: agent_args.max_steps,
-            answer_tokens: agent_args.max_tokens,
+            answer_tokens: agent_args.answer_tokens(),
             grammar: !agent_args.no_grammar,
             tool_first: !agent_args.tools_optional,
             answer_first: !agent_args.decide_first,

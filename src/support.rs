@@ -183,6 +183,7 @@ mod tests {
             heading_path: Vec::new(),
             link: String::new(),
             text: text.into(),
+            passage: text.into(),
         }
     }
 

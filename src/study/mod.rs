@@ -121,7 +121,7 @@ impl StudyJob<'_> {
         let mut sampling = self.run.model.sampling();
         sampling.temperature = sampling.temperature.min(0.3);
         GenerateRequest {
-            max_tokens: self.run.agent.max_tokens,
+            max_tokens: self.run.agent.study_tokens(),
             sampling,
             stop: Vec::new(),
             constraint: None,

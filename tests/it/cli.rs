@@ -114,6 +114,90 @@ fn ask_with_the_real_model_answers_in_prose_and_cites_only_sources_it_was_given(
     }
 }
 
+/// What the model reads of a source is plain text cut to the question: a long passage after
+/// the first keeps the sentence that bears on it, with an ellipsis for the rest; links read as
+/// their words and callout marks are gone (through the real agent, server and model).
+#[test]
+fn ask_shows_the_model_its_sources_as_plain_text_cut_to_the_question() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let vault = dir.path().join("vault");
+    std::fs::create_dir(&vault).unwrap();
+    std::fs::write(
+        vault.join("Snapshots.md"),
+        "# Snapshots\nSnapshots are kept for 7 days by [[File recovery|the recovery plugin]].\n",
+    )
+    .unwrap();
+    let filler = [
+        "The ribbon on the left holds icons for common actions.",
+        "Themes change the colours and fonts of the whole app.",
+        "Hotkeys can be assigned to any command in the settings.",
+        "Canvas lays out cards on an infinite board.",
+        "Graph view draws the notes as dots and their links as lines.",
+        "Workspaces save the layout of panes for later.",
+        "Outline lists the headings of the current note.",
+        "Bookmarks keep searches, notes and headings a click away.",
+    ];
+    let backups = format!(
+        "# Backups\n{}\n> [!info]+ Tip\n> Old snapshots are kept outside the vault, see [[Settings#Files]].\n{}\nThe zebra icon opens the about page.\n",
+        filler.join(" "),
+        filler.join(" ")
+    );
+    std::fs::write(vault.join("Backups.md"), backups).unwrap();
+    let transcript = dir.path().join("transcript.jsonl");
+    let model = common::smollm2();
+    let out = recall(&[
+        "ask",
+        "--json",
+        "--model",
+        model.to_str().unwrap(),
+        "--vault",
+        vault.to_str().unwrap(),
+        "--no-embeddings",
+        "--temp",
+        "0",
+        "--max-tokens",
+        "16",
+        "--transcript",
+        transcript.to_str().unwrap(),
+        "How long are snapshots kept?",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let entry: Value = serde_json::from_str(
+        std::fs::read_to_string(&transcript)
+            .unwrap()
+            .lines()
+            .last()
+            .expect("a transcript line"),
+    )
+    .unwrap();
+    let results = entry["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "ipython")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no search result: {entry:#}"))
+        .to_string();
+    let first = results.find("[1] Snapshots").expect("Snapshots first");
+    let second = results.find("[2] Backups").expect("Backups second");
+    assert!(first < second, "{results}");
+    let backups = &results[second..];
+    assert!(
+        backups.contains("Old snapshots are kept outside the vault, see Settings > Files."),
+        "{backups}"
+    );
+    assert!(backups.contains('…'), "{backups}");
+    assert!(!backups.contains("zebra"), "{backups}");
+    assert!(backups.chars().count() < 600, "{backups}");
+    assert!(
+        results[..second].contains("by the recovery plugin."),
+        "{results}"
+    );
+    for mark in ["[[", "]]", "[!info]"] {
+        assert!(!results.contains(mark), "{mark} in {results}");
+    }
+}
+
 /// `recall ask` twice on one prompt cache: the second run loads the decision and answer prefixes
 /// from disk and writes the same greedy tokens; `--no-prompt-cache` writes nothing.
 #[test]

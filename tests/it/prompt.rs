@@ -462,7 +462,8 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
     assert_eq!(
         text,
         "Answer this question from the numbered sources above: When is the midterm?\n\
-         After each fact, write the number of its source in brackets, like [1]. Use only sources \
+         Answer in at most three sentences of your own; do not copy the sources. After each \
+         fact, write the number of its source in brackets, like [1]. Use only sources \
          1 to 3. If the sources do not say, answer that the notes do not say."
     );
 }
