@@ -180,7 +180,7 @@ pub struct Citation {
 /// The sources of one turn, in the order they were first returned.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
-    /// The question search hits are cut for; none: passages are shown whole.
+    /// The question search hits are cut for; none: passages are shown whole (as plain text).
     question: Option<String>,
     list: Vec<Source>,
     references: Vec<String>,
