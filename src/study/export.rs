@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::quiz::QuizItem;
+use super::item::QuizItem;
 use super::target::SourceNote;
 use crate::cli::QuizFormat;
 

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use anyhow::Result;
 use serde_json::json;
 
-use super::quiz::{Asker, QuizItem};
+use super::item::{Asker, QuizItem};
 use super::writer::{Grammar, line_rule};
 use crate::prompt::StudyPrompt;
 

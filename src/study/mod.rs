@@ -4,12 +4,13 @@
 //! Data flows one way: the target (a note, a folder or a search query) becomes notes through the
 //! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]),
 //! prompts are rendered from `prompts/study/` and generated under a grammar ([`writer`]) into
-//! summaries ([`summarize`]), quiz items ([`quiz`]) or grades ([`grade`]), and the result goes to
-//! stdout ([`export`]).
+//! summaries ([`summarize`]), quiz items ([`item`], put together into a quiz by [`quiz`]) or
+//! grades ([`grade`]), and the result goes to stdout ([`export`]).
 
 mod chunk;
 mod export;
 mod grade;
+mod item;
 mod quiz;
 mod summarize;
 mod target;
@@ -22,7 +23,7 @@ use serde::Serialize;
 
 pub use chunk::{chunk_text, headings};
 pub use grade::{Grade, grade_grammar, parse_grade};
-pub use quiz::{ItemBounds, QaPair, item_grammar, parse_item};
+pub use item::{ItemBounds, QaPair, item_grammar, parse_item};
 pub use summarize::{parse_summary, summary_grammar};
 pub use target::{SourceNote, gather_notes};
 pub use writer::Grammar;

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
 use crate::api;
@@ -212,6 +213,10 @@ pub struct VaultIndex {
     /// whether anything changed since it last looked.
     generation: u64,
 }
+
+/// The shared, live index: the server reads it, the watcher updates it, the semantic job
+/// embeds what changed in it.
+pub type SharedIndex = Arc<RwLock<VaultIndex>>;
 
 /// A note read and parsed off-lock, or why it could not be.
 type Prepared = Result<(NoteEntry, DocTerms), (String, VaultError)>;

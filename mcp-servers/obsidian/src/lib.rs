@@ -32,9 +32,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-pub use index::{BuildStats, VaultIndex};
+pub use index::{BuildStats, SharedIndex, VaultIndex};
 pub use semantic::{Semantic, SemanticOptions};
-pub use server::{KbServer, SharedIndex};
+pub use server::KbServer;
 pub use vault::Vault;
 
 /// Why the server could not start, or why its session ended in error. The texts never name an

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::api;
 use crate::embed::{EmbedError, Embedder};
-use crate::server::SharedIndex;
+use crate::index::SharedIndex;
 use crate::vectors::{CacheError, CacheFile, NoteMatch, NoteVectors, TextHash, VectorStore};
 
 /// Texts sent to the model at once: small, so a query waits for little.

@@ -12,7 +12,7 @@
 //! hold the async workers that read requests and answer `ping`. The rest wait their turn.
 
 use std::fmt::Write as _;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
@@ -35,14 +35,11 @@ use crate::api::{
     ReadOutput, ReadParams, SearchHit, SearchOutput, SearchParams, TagCount, TagsOutput,
     TagsParams,
 };
-use crate::index::VaultIndex;
+use crate::index::{SharedIndex, VaultIndex};
 use crate::note;
 use crate::resolve::{RefError, Target};
 use crate::semantic::Semantic;
 use crate::vault::{VaultError, rfc3339};
-
-/// The shared, live index.
-pub type SharedIndex = Arc<RwLock<VaultIndex>>;
 
 /// Serves `index` over MCP on stdin/stdout until the client closes the connection; search is
 /// hybrid once `semantic` has vectors.

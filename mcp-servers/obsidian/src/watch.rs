@@ -20,8 +20,7 @@ use std::time::Duration;
 use notify::event::ModifyKind;
 use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::index::{BuildStats, VaultIndex};
-use crate::server::SharedIndex;
+use crate::index::{BuildStats, SharedIndex, VaultIndex};
 use crate::vault::{self, Vault};
 
 /// How long the vault must be quiet before changes are applied.

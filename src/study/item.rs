@@ -1,0 +1,355 @@
+//! One quiz item and how it is written: a question with its answer per generation, under a
+//! grammar that admits exactly `Q: …` then `A: …` (two non-empty lines of bounded length,
+//! nothing before, between or after them), read back by one small parser. The [`Asker`] writes
+//! items one at a time: the notes take turns, a long note's questions spread over its pieces,
+//! and a reply that is cut off or repeats an earlier question is retried once with the form
+//! spelled out.
+//!
+//! Both ends of a quiz take their items from here: printed in a format ([`super::quiz`] through
+//! [`super::export`]) or asked and graded on the terminal ([`super::grade`]); this module
+//! imports none of them.
+
+use std::ops::ControlFlow;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::chunk::{blocks, body_chars, chunk_text, headings};
+use super::target::SourceNote;
+use super::writer::{Grammar, Writer, line_rule};
+use crate::engine::StopReason;
+use crate::prompt::StudyPrompt;
+
+/// Tokens set aside in quiz prompts for the retry reminder.
+const RETRY_RESERVE: usize = 64;
+/// Characters of an item outside its two texts: `Q: `, `\nA: ` and the last `\n`.
+const ITEM_FRAME: usize = 8;
+/// Longest question and answer, in characters, however many tokens are allowed.
+const MAX_QUESTION: usize = 200;
+const MAX_ANSWER: usize = 400;
+/// Shortest bound worth asking for: below it every question would be cut mid-sentence.
+const MIN_LINE: usize = 16;
+
+/// A question with its answer, as the model wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QaPair {
+    /// The question.
+    pub question: String,
+    /// The answer.
+    pub answer: String,
+}
+
+/// The longest question and answer (in characters) the item grammar admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemBounds {
+    /// Characters of the question.
+    pub question: usize,
+    /// Characters of the answer.
+    pub answer: usize,
+}
+
+impl ItemBounds {
+    /// Bounds an item can never exceed within `max_tokens`: every token writes at least one
+    /// character, so an item of at most `max_tokens` characters is never cut off (for ASCII
+    /// text; a character of several bytes may take several tokens). Two fifths go to the
+    /// question. `None` when `max_tokens` leaves no room for a useful item.
+    pub fn for_tokens(max_tokens: usize) -> Option<ItemBounds> {
+        let room = max_tokens.checked_sub(ITEM_FRAME)?;
+        let question = (room * 2 / 5).min(MAX_QUESTION);
+        let answer = (room - question).min(MAX_ANSWER);
+        (question >= MIN_LINE && answer >= MIN_LINE).then_some(ItemBounds { question, answer })
+    }
+}
+
+/// The grammar of one quiz item: `Q: question?\nA: answer`, an optional final line break,
+/// and then only the end of the turn. No other line, label or text can be written; the
+/// question holds one question mark, at its end.
+pub fn item_grammar(bounds: ItemBounds) -> Grammar {
+    let gbnf = format!(
+        "root ::= \"Q: \" question \"\\nA: \" answer \"\\n\"?\n\
+         question ::= [^\\x00-\\x20\\x7F?] [^\\x00-\\x1F\\x7F?]{{0,{}}} \"?\"\n{}",
+        bounds.question.saturating_sub(2),
+        line_rule("answer", bounds.answer),
+    );
+    Grammar {
+        name: "quiz-item",
+        gbnf,
+    }
+}
+
+/// The question and answer of a reply written under [`item_grammar`]; `None` when either is
+/// missing or empty, or anything else is there (a reply cut off before its answer).
+pub fn parse_item(reply: &str) -> Option<QaPair> {
+    let rest = reply.trim_start().strip_prefix("Q:")?;
+    let (question, answer) = rest.split_once("\nA:")?;
+    let answer = answer.strip_suffix('\n').unwrap_or(answer);
+    let (question, answer) = (question.trim(), answer.trim());
+    if question.is_empty() || answer.is_empty() || question.contains('\n') || answer.contains('\n')
+    {
+        return None;
+    }
+    Some(QaPair {
+        question: question.to_string(),
+        answer: answer.to_string(),
+    })
+}
+
+/// Two questions are the same when their letters and digits are, whatever the case.
+fn same_question(a: &str, b: &str) -> bool {
+    let key = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    key(a) == key(b)
+}
+
+/// What one quiz prompt shows: one paragraph (or list, or section start) of a note, with the
+/// heading it is under; or a whole piece of the note when no paragraph has text enough.
+pub(super) struct Passage {
+    text: String,
+    heading: Option<String>,
+}
+
+/// Characters of text a paragraph needs to be asked about on its own (a heading alone, or
+/// "Contrast with [[Meiosis]].", gives nothing to ask).
+const MIN_FOCUS_CHARS: usize = 40;
+/// Sampling of the second try: warmer, so that a model that repeated itself writes something
+/// else.
+const RETRY_TEMPERATURE: f32 = 0.8;
+
+/// The passages of one note, in order: each paragraph of each piece with text enough to ask
+/// about, or the piece itself when none has. A paragraph rather than the whole note: shown the
+/// whole note, small models ask about its first sentence every time.
+fn passages(note: &SourceNote, pieces: Vec<String>) -> Vec<Passage> {
+    let paragraphs = blocks(&note.content);
+    let named = headings(&paragraphs);
+    let title = note.title.trim();
+    let mut passages = Vec::new();
+    for piece in pieces {
+        let before = passages.len();
+        for (paragraph, heading) in paragraphs.iter().zip(&named) {
+            if body_chars(paragraph) >= MIN_FOCUS_CHARS && piece.contains(paragraph.as_str()) {
+                passages.push(Passage {
+                    text: paragraph.clone(),
+                    heading: heading.clone().filter(|h| !h.eq_ignore_ascii_case(title)),
+                });
+            }
+        }
+        if passages.len() == before {
+            passages.push(Passage {
+                text: piece,
+                heading: None,
+            });
+        }
+    }
+    if passages.is_empty() {
+        passages.push(Passage {
+            text: String::new(),
+            heading: None,
+        });
+    }
+    passages
+}
+
+/// One question of the quiz and where it comes from.
+pub(super) struct QuizItem {
+    pub(super) qa: QaPair,
+    /// Index into the notes.
+    pub(super) note: usize,
+    /// The heading of the passage asked about, when the note was cut into several.
+    pub(super) heading: Option<String>,
+}
+
+/// What the quiz template is filled with.
+#[derive(Serialize)]
+struct QuizVars<'a> {
+    title: &'a str,
+    text: &'a str,
+    retry: bool,
+}
+
+/// Writes quiz items one at a time: which note and piece each slot asks about, the prompt, the
+/// generation and its retry.
+pub(super) struct Asker<'w, 'a> {
+    pub(super) writer: &'w mut Writer<'a>,
+    pub(super) notes: &'w [SourceNote],
+    pieces: Vec<Vec<Passage>>,
+    grammar: Grammar,
+}
+
+impl<'w, 'a> Asker<'w, 'a> {
+    /// Cuts each note into pieces that fit a quiz prompt.
+    pub(super) fn new(writer: &'w mut Writer<'a>, notes: &'w [SourceNote]) -> Result<Self> {
+        let max_tokens = writer.request.max_tokens;
+        let Some(bounds) = ItemBounds::for_tokens(max_tokens) else {
+            bail!(
+                "--max-tokens {max_tokens} leaves no room for a question and its answer; \
+                 use at least {}",
+                ITEM_FRAME + MIN_LINE * 5 / 2
+            );
+        };
+        let mut pieces = Vec::new();
+        for note in notes {
+            let vars = QuizVars {
+                title: &note.title,
+                text: "",
+                retry: false,
+            };
+            let frame = writer.render(StudyPrompt::QuizNote, &vars)?;
+            let budget = writer.text_budget(StudyPrompt::Quiz, &frame, RETRY_RESERVE)?;
+            let chunks = chunk_text(&note.content, budget, &|text| writer.count(text));
+            let passages = passages(note, chunks);
+            pieces.push(passages);
+        }
+        Ok(Asker {
+            writer,
+            notes,
+            pieces,
+            grammar: item_grammar(bounds),
+        })
+    }
+
+    /// The question for `slot`: notes take turns, and a note's k-th question comes from its
+    /// k-th piece. `None` (with a line on stderr) when the model wrote nothing usable, even on
+    /// retry.
+    pub(super) fn next(&mut self, items: &[QuizItem], slot: usize) -> Result<Option<QuizItem>> {
+        let index = slot % self.notes.len();
+        let round = slot / self.notes.len();
+        let note = &self.notes[index];
+        let passage = &self.pieces[index][round % self.pieces[index].len()];
+        let asked: Vec<&str> = items
+            .iter()
+            .filter(|i| i.note == index)
+            .map(|i| i.qa.question.as_str())
+            .collect();
+        for retry in [false, true] {
+            let vars = QuizVars {
+                title: &note.title,
+                text: &passage.text,
+                retry,
+            };
+            let user = self.writer.render(StudyPrompt::QuizNote, &vars)?;
+            let usual = self.writer.request.sampling.clone();
+            if retry {
+                let sampling = &mut self.writer.request.sampling;
+                sampling.temperature = sampling.temperature.max(RETRY_TEMPERATURE);
+                sampling.seed = sampling.seed.wrapping_add(slot as u32 + 1);
+            }
+            let completion =
+                self.writer
+                    .generate(StudyPrompt::Quiz, &user, &self.grammar, &mut |_| {
+                        ControlFlow::Continue(())
+                    });
+            self.writer.request.sampling = usual;
+            let completion = completion?;
+            // Only a reply the grammar saw to its end is whole; at --max-tokens the answer may
+            // be cut mid-word.
+            let whole = matches!(
+                completion.stop,
+                StopReason::EndOfTurn | StopReason::EndOfMessage
+            );
+            match parse_item(&completion.text).filter(|_| whole) {
+                Some(qa) if asked.iter().any(|q| same_question(q, &qa.question)) => {
+                    tracing::info!(
+                        "{} repeats an earlier question: {:?}",
+                        note.uri,
+                        qa.question
+                    );
+                }
+                Some(qa) => {
+                    return Ok(Some(QuizItem {
+                        qa,
+                        note: index,
+                        heading: passage.heading.clone(),
+                    }));
+                }
+                None => tracing::info!(
+                    "no whole Q/A item from {} (stop: {:?})",
+                    note.uri,
+                    completion.stop
+                ),
+            }
+        }
+        eprintln!(
+            "recall: the model wrote no new, whole question about {} ({}) in two tries; \
+             skipping this one",
+            note.title, note.uri
+        );
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qa(question: &str, answer: &str) -> Option<QaPair> {
+        Some(QaPair {
+            question: question.into(),
+            answer: answer.into(),
+        })
+    }
+
+    #[test]
+    fn parses_the_two_lines_the_grammar_admits() {
+        assert_eq!(
+            parse_item("Q: What is Alpha?\nA: A project."),
+            qa("What is Alpha?", "A project.")
+        );
+        assert_eq!(
+            parse_item("Q: Who wrote it?\nA: Ann.\n"),
+            qa("Who wrote it?", "Ann.")
+        );
+    }
+
+    #[test]
+    fn a_cut_or_empty_item_is_not_an_item() {
+        assert_eq!(parse_item("Q: Only a question?"), None);
+        assert_eq!(parse_item("Q: Only a question?\n"), None);
+        assert_eq!(parse_item("Q: Empty answer?\nA: "), None);
+        assert_eq!(parse_item("Q: \nA: An answer."), None);
+        assert_eq!(parse_item("Q: One?\nA: Two.\nQ: Three?"), None);
+        assert_eq!(parse_item("no labels at all"), None);
+    }
+
+    #[test]
+    fn bounds_fit_the_token_budget_and_are_capped() {
+        let small = ItemBounds::for_tokens(96).unwrap();
+        assert!(
+            small.question + small.answer + ITEM_FRAME <= 96,
+            "{small:?}"
+        );
+        assert_eq!(
+            ItemBounds::for_tokens(4096),
+            Some(ItemBounds {
+                question: MAX_QUESTION,
+                answer: MAX_ANSWER
+            })
+        );
+        assert!(ItemBounds::for_tokens(48).is_some());
+        assert_eq!(ItemBounds::for_tokens(47), None);
+        assert_eq!(ItemBounds::for_tokens(4), None);
+    }
+
+    #[test]
+    fn the_item_grammar_names_its_bounds() {
+        let grammar = item_grammar(ItemBounds {
+            question: 10,
+            answer: 20,
+        });
+        assert_eq!(
+            grammar.gbnf,
+            "root ::= \"Q: \" question \"\\nA: \" answer \"\\n\"?\n\
+             question ::= [^\\x00-\\x20\\x7F?] [^\\x00-\\x1F\\x7F?]{0,8} \"?\"\n\
+             answer ::= [^\\x00-\\x20\\x7F] [^\\x00-\\x1F\\x7F]{0,19}\n"
+        );
+    }
+
+    #[test]
+    fn questions_compare_without_case_or_punctuation() {
+        assert!(same_question("What is Alpha?", "what is alpha"));
+        assert!(!same_question("What is Alpha?", "What is Beta?"));
+    }
+}
