@@ -491,7 +491,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         sources: &Sources,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
-        let mut messages = without_calls(conversation);
         let instruction = if sources.list().is_empty() {
             None
         } else {
@@ -500,7 +499,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .answer_instruction(question, sources.list().len())?,
             )
         };
-        messages.extend(instruction.iter().map(Message::user));
+        let messages = answer_messages(conversation, sources, instruction.as_deref());
         let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let mut request = self.request(self.options.answer_tokens);
@@ -964,6 +963,30 @@ fn without_calls(conversation: &[Message]) -> Vec<Message> {
         })
         .map(|(_, m)| m.clone())
         .collect()
+}
+
+/// The answer step's messages: the conversation without calls, its results with source
+/// headers but no URIs, and `instruction` last. The instruction asks the question again
+/// (small models follow what is nearest the end best), so the turn's own question message
+/// goes: it would be read twice.
+fn answer_messages(
+    conversation: &[Message],
+    sources: &Sources,
+    instruction: Option<&str>,
+) -> Vec<Message> {
+    let mut messages = without_calls(conversation);
+    for message in &mut messages {
+        if message.role == Role::Ipython {
+            message.content = sources.without_uris(&message.content);
+        }
+    }
+    if let Some(instruction) = instruction {
+        if let Some(asked) = messages.iter().rposition(|m| m.role == Role::User) {
+            messages.remove(asked);
+        }
+        messages.push(Message::user(instruction));
+    }
+    messages
 }
 
 /// One call's result as the model will read it.
