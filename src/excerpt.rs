@@ -104,7 +104,11 @@ pub fn excerpts(question: &str, passages: &[&str], bounds: Bounds) -> Vec<String
     let mut order: Vec<(usize, usize)> = scores
         .iter()
         .enumerate()
-        .flat_map(|(p, s)| (0..s.len()).filter(move |&u| s[u] > 0.0).map(move |u| (p, u)))
+        .flat_map(|(p, s)| {
+            (0..s.len())
+                .filter(move |&u| s[u] > 0.0)
+                .map(move |u| (p, u))
+        })
         .collect();
     order.sort_by(|&(pa, ua), &(pb, ub)| {
         scores[pb][ub]
@@ -122,8 +126,10 @@ pub fn excerpts(question: &str, passages: &[&str], bounds: Bounds) -> Vec<String
         }
     }
     // A passage whose rest fits is shown whole: an ellipsis there would save next to nothing.
-    for p in 0..passages.len() {
-        let rest: Vec<usize> = (0..units[p].len()).filter(|&u| !choice.kept[p][u]).collect();
+    for (p, passage_units) in units.iter().enumerate() {
+        let rest: Vec<usize> = (0..passage_units.len())
+            .filter(|&u| !choice.kept[p][u])
+            .collect();
         let cost: usize = rest.iter().map(|&u| choice.cost(p, u)).sum();
         if choice.cut[p].is_none() && cost <= choice.room(p) {
             for u in rest {
