@@ -410,9 +410,14 @@ impl Sources {
         // every sentence has a mark, the whole answer for a closing `Sources: [1]`.
         let mut kept = BTreeSet::new();
         let mut replaced: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        let held: Vec<String> = self
+            .list
+            .iter()
+            .map(|s| format!("{}\n{}", s.label(), s.text))
+            .collect();
         for claim in claims {
             let numbers: BTreeSet<usize> = claim.numbers.into_iter().filter(in_range).collect();
-            let evidence = support::evidence(question, claim.text, &self.list);
+            let evidence = support::evidence(question, claim.text, &held);
             let checked = support::check(&numbers, &evidence);
             if let Some((number, dropped)) = checked.replaced {
                 tracing::debug!(

@@ -16,8 +16,6 @@ use std::sync::LazyLock;
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
-use crate::sources::Source;
-
 /// Evidence below which the check has no opinion: two terms that only one source holds.
 const MIN_EVIDENCE: f32 = 2.0;
 
@@ -42,17 +40,15 @@ pub struct Checked {
     pub replaced: Option<(usize, BTreeSet<usize>)>,
 }
 
-/// How much of `answer`'s own evidence each source holds, by position in `sources`: each term
-/// the answer uses and the question does not, shared among the sources holding it.
-pub fn evidence(question: &str, answer: &str, sources: &[Source]) -> Vec<f32> {
+/// How much of `answer`'s own evidence each source holds, by position in `sources` (each one's
+/// label and text, as [`crate::sources`] gives them): each term the answer uses and the question
+/// does not, shared among the sources holding it.
+pub fn evidence(question: &str, answer: &str, sources: &[String]) -> Vec<f32> {
     let mut tokenizer = Tokenizer::default();
     let terms = own_terms(&mut tokenizer, question, answer);
     let held: Vec<HashSet<String>> = sources
         .iter()
-        .map(|s| {
-            let text = format!("{}\n{}", s.label(), s.text);
-            tokenizer.query_terms(&text).into_iter().collect()
-        })
+        .map(|text| tokenizer.query_terms(text).into_iter().collect())
         .collect();
     let mut scores = vec![0.0; sources.len()];
     for term in &terms {
@@ -175,16 +171,9 @@ pub fn check(cited: &BTreeSet<usize>, evidence: &[f32]) -> Checked {
 mod tests {
     use super::*;
 
-    fn source(number: usize, title: &str, text: &str) -> Source {
-        Source {
-            number,
-            uri: format!("note://{title}"),
-            title: title.into(),
-            heading_path: Vec::new(),
-            link: String::new(),
-            text: text.into(),
-            passage: text.into(),
-        }
+    /// A source as the check reads it: its label (here the title) and text.
+    fn source(title: &str, text: &str) -> String {
+        format!("{title}\n{text}")
     }
 
     fn numbers(ns: &[usize]) -> BTreeSet<usize> {
@@ -195,16 +184,14 @@ mod tests {
     fn a_fact_cited_to_the_wrong_source_moves_to_the_one_that_holds_it() {
         let sources = [
             source(
-                1,
                 "Meiosis",
                 "Two divisions make four cells. Crossing over in prophase I.",
             ),
             source(
-                2,
                 "Mitosis",
                 "Prophase, metaphase, anaphase, telophase: remember PMAT.",
             ),
-            source(3, "Index", "Study notes for the course."),
+            source("Index", "Study notes for the course."),
         ];
         let question = "What is the memory trick for the stages of cell division?";
         let answer = "The trick is PMAT: prophase, metaphase, anaphase, telophase. [1]";
@@ -219,12 +206,10 @@ mod tests {
     fn a_number_found_in_one_source_alone_is_evidence_enough() {
         let sources = [
             source(
-                1,
                 "Media files",
                 "Use svg, webp and png images, optimized to reduce their file size.",
             ),
             source(
-                2,
                 "Publish limitations",
                 "You can upload files up to 50mb in size to your Publish site.",
             ),
@@ -243,11 +228,10 @@ mod tests {
     fn a_borne_out_citation_stands_and_thin_evidence_changes_nothing() {
         let sources = [
             source(
-                1,
                 "Exam Schedule",
                 "Lab practical: Friday 26 April, 13:00, Lab 3.",
             ),
-            source(2, "Dr Okafor", "Office hours: Tuesdays 14:00-16:00, Lab 3."),
+            source("Dr Okafor", "Office hours: Tuesdays 14:00-16:00, Lab 3."),
         ];
         let question = "When is the hands-on test in the lab?";
         let answer = "It is on Friday 26 April at 13:00 in Lab 3. [1]";
@@ -267,8 +251,8 @@ mod tests {
     #[test]
     fn the_question_own_words_and_citation_marks_are_no_evidence() {
         let sources = [
-            source(1, "Cells", "Cells hold a nucleus."),
-            source(2, "Notes 2", "The answer is elsewhere."),
+            source("Cells", "Cells hold a nucleus."),
+            source("Notes 2", "The answer is elsewhere."),
         ];
         // Every answer word is the question's, or a citation mark naming source 2.
         let evidence = evidence(

@@ -1,0 +1,366 @@
+//! The answer step: the model writes the answer from the sources it was given.
+//!
+//! The conversation is rendered *without* schemas or calls (results stay, under source headers
+//! without URIs: no call can follow) and the question is asked once, last, by
+//! `prompts/agent/answer.j2`; the answer streams under a grammar that cannot open a call, and a
+//! model that loops is stopped. What comes back is checked before it counts: an empty answer,
+//! one that adds nothing to the question, or a bare yes or no is followed by the best sources
+//! quoted, so the user always gets an answer. An answer that only says the notes do not say can
+//! be held back while it streams ([`HoldBack`]), for the turn to look further first. Which
+//! sources the answer used is [`super::cite`]'s.
+
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::cite::{OpeningSources, unattributed};
+use super::{Agent, AgentError};
+use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use crate::grammar::{ANSWER_GBNF, ROOT};
+use crate::markup;
+use crate::prompt::{Message, Role};
+use crate::sources::{Sources, without_copied_headers};
+use crate::support::{self, Adds};
+use crate::tool::ToolHost;
+
+/// Characters of each source quoted when the model wrote no answer.
+const FALLBACK_QUOTE_CHARS: usize = 300;
+
+impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// The answer step: the conversation without schemas or calls plus a reminder to answer
+    /// from the numbered sources, generated under a grammar that cannot open a call. When the model
+    /// writes nothing, the best sources are quoted instead, so the user always gets an answer;
+    /// after an answer that adds nothing to the question, or only a yes or no, they are quoted
+    /// too.
+    /// An answer that cites no source by number (the marks of a copied list of source headers
+    /// cite nothing), or opens with a claim of its own before sources copied under their
+    /// headers, is followed by the attribution step.
+    pub(super) fn answer(
+        &mut self,
+        conversation: &[Message],
+        question: &str,
+        sources: &Sources,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Answered, AgentError> {
+        let instruction = if sources.list().is_empty() {
+            None
+        } else {
+            Some(
+                self.template
+                    .answer_instruction(question, sources.list().len())?,
+            )
+        };
+        let messages = answer_messages(conversation, sources, instruction.as_deref());
+        let prompt = self.template.answer(&messages)?;
+        tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
+        let mut request = self.request(self.options.answer_tokens);
+        request.stable_prefix = prompt.stable_len;
+        request.constraint = Some(Constraint {
+            gbnf: ANSWER_GBNF.to_string(),
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
+        let answerer = self.answerer();
+        let mut streamed = String::new();
+        let completion = answerer.generate(&prompt.text, &request, &mut |text| {
+            streamed.push_str(text);
+            if is_looping(&streamed) {
+                tracing::debug!("the answer repeats itself; stopped");
+                return ControlFlow::Break(());
+            }
+            on_text(text)
+        })?;
+        // A cut answer is not the answer: the turn is stopped, whatever was streamed.
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
+        let mut answer = completion.text.trim().to_string();
+        // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
+        // came from no source: asking which one would only invite a false citation.
+        let notes_lack_it = says_notes_lack_it(&answer);
+        // The answer less the source headers it copied: their words are not its own, and
+        // their marks cite nothing.
+        let own = without_copied_headers(&answer, sources.list());
+        let adds = match instruction.as_deref() {
+            Some(asked) if !notes_lack_it => support::adds(question, asked, &own),
+            _ => Adds::Something,
+        };
+        let lead = match adds {
+            _ if answer.is_empty() => Some("The model wrote no answer."),
+            Adds::Nothing => Some("That answer adds nothing to the question."),
+            Adds::VerdictOnly => {
+                Some("That answer is a bare yes or no; here is what the notes say.")
+            }
+            Adds::Something => None,
+        };
+        if let Some(lead) = lead {
+            let gap = if answer.is_empty() { "" } else { "\n\n" };
+            let quoted = format!("{lead} {}", quote_sources(sources));
+            let _ = on_text(&format!("{gap}{quoted}"));
+            answer.push_str(gap);
+            let quote_at = answer.len();
+            answer.push_str(&quoted);
+            return Ok(Answered {
+                text: answer,
+                quote_at: Some(quote_at),
+                completion,
+                attribution: None,
+                opening_from: None,
+                notes_lack_it: false,
+            });
+        }
+        let given = sources.list().len();
+        let (attribution, opening_from) =
+            match unattributed(&answer, &own, given, notes_lack_it, instruction.as_deref()) {
+                Some(end) => self.attribute_answer(messages, &mut answer, end, given, on_text)?,
+                None => (None, None),
+            };
+        Ok(Answered {
+            text: answer,
+            quote_at: None,
+            completion,
+            attribution,
+            opening_from,
+            notes_lack_it,
+        })
+    }
+}
+
+/// Whether `answer` is that the notes do not hold the answer, in the words
+/// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
+/// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
+fn says_notes_lack_it(answer: &str) -> bool {
+    static SENTENCE_END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?](\s|$)").expect("valid regex"));
+    let answer = answer.to_lowercase().replace('\u{2019}', "'");
+    let says = NOTES_LACK_IT
+        .iter()
+        .any(|phrase| answer.contains(phrase.trim_start_matches("the ")));
+    let sentences = SENTENCE_END
+        .split(answer.trim())
+        .filter(|s| s.chars().any(char::is_alphabetic))
+        .count();
+    says && sentences <= 1
+}
+
+/// The phrases `prompts/agent/answer.j2` asks for when the sources lack the answer, lowercase.
+const NOTES_LACK_IT: [&str; 2] = ["the notes do not say", "the notes don't say"];
+
+/// Holds an answer back from the user while it may still be only "The notes do not say.", so
+/// that such an answer can be replaced by a second look before anyone reads it. Any other
+/// answer is released as soon as it parts from those words.
+#[derive(Default)]
+pub(super) struct HoldBack {
+    held: String,
+    released: bool,
+}
+
+impl HoldBack {
+    /// Passes `text` on to `on_text`, or holds it.
+    pub(super) fn pass(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if self.released {
+            return on_text(text);
+        }
+        self.held.push_str(text);
+        if may_be_notes_lack_it(&self.held) {
+            return ControlFlow::Continue(());
+        }
+        self.release(on_text)
+    }
+
+    /// True while text is held back.
+    pub(super) fn holding(&self) -> bool {
+        !self.released && !self.held.is_empty()
+    }
+
+    /// Shows what is held and passes everything after it on.
+    pub(super) fn release(
+        &mut self,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.released = true;
+        if self.held.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        on_text(&std::mem::take(&mut self.held))
+    }
+}
+
+/// True while `text` (an answer's start) is, or may still become, an answer that only says
+/// the notes do not say.
+fn may_be_notes_lack_it(text: &str) -> bool {
+    let start = text.trim_start().to_lowercase().replace('\u{2019}', "'");
+    NOTES_LACK_IT.iter().any(|phrase| {
+        phrase.starts_with(&start) || (start.starts_with(phrase) && says_notes_lack_it(text))
+    })
+}
+
+/// What the answer step produced.
+pub(super) struct Answered {
+    /// The answer as the user saw it (with the attribution's numbers, if it ran for the
+    /// whole answer).
+    pub(super) text: String,
+    /// Where the best sources are quoted in `text`, when the model wrote no answer, or one
+    /// that adds nothing of its own or only a yes or no ([`support::adds`]); its citations are
+    /// the quote's.
+    pub(super) quote_at: Option<usize>,
+    /// The answer's generation.
+    pub(super) completion: Completion,
+    /// The attribution step's generation, when it ran and named sources.
+    pub(super) attribution: Option<Completion>,
+    /// The sources the attribution step named for the answer's opening, up to where in
+    /// `text` that opening ends (when it did not run for the whole answer).
+    pub(super) opening_from: Option<OpeningSources>,
+    /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
+    pub(super) notes_lack_it: bool,
+}
+
+/// Characters of an answer's end that, found three times, mean the model is looping.
+const LOOP_TAIL_CHARS: usize = 40;
+
+/// True when the end of `text` already occurs twice before: greedy decoding on a small model
+/// can repeat one phrase until the token limit, which helps nobody.
+fn is_looping(text: &str) -> bool {
+    let Some((start, _)) = text.char_indices().rev().nth(LOOP_TAIL_CHARS - 1) else {
+        return false;
+    };
+    let tail = &text[start..];
+    if tail.trim().chars().count() < LOOP_TAIL_CHARS / 2 {
+        return false;
+    }
+    text.matches(tail).count() >= 3
+}
+
+/// The conversation as the answer step shows it: tool results stay, the calls that asked for
+/// them go. Small models copy the last call into their answer; the results say it all.
+fn without_calls(conversation: &[Message]) -> Vec<Message> {
+    conversation
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            let next = conversation.get(i + 1).map(|n| n.role);
+            !(m.role == Role::Assistant && next == Some(Role::Ipython))
+        })
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
+/// The answer step's messages: the conversation without calls, its results with source
+/// headers but no URIs, and `instruction` last. The instruction asks the question again
+/// (small models follow what is nearest the end best), so the turn's own question message
+/// goes: it would be read twice.
+fn answer_messages(
+    conversation: &[Message],
+    sources: &Sources,
+    instruction: Option<&str>,
+) -> Vec<Message> {
+    let mut messages = without_calls(conversation);
+    for message in &mut messages {
+        if message.role == Role::Ipython {
+            message.content = sources.without_uris(&message.content);
+        }
+    }
+    if let Some(instruction) = instruction {
+        if let Some(asked) = messages.iter().rposition(|m| m.role == Role::User) {
+            messages.remove(asked);
+        }
+        messages.push(Message::user(instruction));
+    }
+    messages
+}
+
+/// What the user gets when the model wrote no answer of its own: the best sources, quoted and
+/// numbered.
+pub(super) fn quote_sources(sources: &Sources) -> String {
+    if sources.list().is_empty() {
+        return "No note matched the question.".to_string();
+    }
+    let mut text = String::from("The most relevant passages:");
+    for source in sources.list().iter().take(3) {
+        // The whole passage, not what the model was shown of it: the person reads the quote.
+        let passage = markup::plain(&source.passage);
+        let mut quote: String = passage.chars().take(FALLBACK_QUOTE_CHARS).collect();
+        if quote.len() < passage.len() {
+            quote.push('…');
+        }
+        text.push_str(&format!(
+            "\n[{}] {}: {}",
+            source.number,
+            source.label(),
+            quote
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phrase_said_three_times_is_a_loop() {
+        let phrase = "the enzyme that grabs carbon dioxide from ";
+        assert!(!is_looping(&phrase.repeat(2)));
+        assert!(is_looping(&format!("Answer: {}", phrase.repeat(3))));
+        assert!(!is_looping("short"));
+        assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
+        let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
+        assert!(!is_looping(prose));
+    }
+
+    /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and
+    /// whether it still held text at the end.
+    fn hold(tokens: &[&str]) -> (String, bool) {
+        let mut shown = String::new();
+        let mut hold = HoldBack::default();
+        for token in tokens {
+            let _ = hold.pass(token, &mut |t| {
+                shown.push_str(t);
+                ControlFlow::Continue(())
+            });
+        }
+        (shown, hold.holding())
+    }
+
+    #[test]
+    fn only_the_notes_not_saying_is_held_back_from_the_user() {
+        assert_eq!(
+            hold(&["The", " notes", " don\u{2019}t", " say", "."]),
+            (String::new(), true)
+        );
+        assert_eq!(
+            hold(&["\n", "The notes do not say who"]),
+            (String::new(), true)
+        );
+        // Any other answer shows as soon as it parts from those words.
+        assert_eq!(
+            hold(&["The", " notes", " say", " B204"]),
+            ("The notes say B204".to_string(), false)
+        );
+        assert_eq!(
+            hold(&["The notes do not say.", " But [1]", " names B204."]),
+            (
+                "The notes do not say. But [1] names B204.".to_string(),
+                false
+            )
+        );
+        assert_eq!(hold(&["Room", " B204"]), ("Room B204".to_string(), false));
+    }
+
+    #[test]
+    fn only_an_answer_that_is_the_notes_not_saying_counts_as_that() {
+        assert!(says_notes_lack_it("The notes do not say."));
+        assert!(says_notes_lack_it("The notes don\u{2019}t say. [1]"));
+        assert!(says_notes_lack_it("The notes do not say who proposed it"));
+        // Facts first, a missing detail after: an answer like any other.
+        assert!(!says_notes_lack_it(
+            "Cholesterol keeps the membrane fluid when cold. The notes do not say how."
+        ));
+        assert!(!says_notes_lack_it("Room B204 [1]."));
+    }
+}

@@ -1,0 +1,78 @@
+//! The searches the agent makes itself, before the model decides anything: the opening search
+//! for the question as asked, and the wider one after an answer that the notes do not say.
+
+use obsidian_kb::api;
+
+use super::calls::render_results;
+use super::decide::call_signature;
+use super::{Agent, AgentError, Gathered, StepRecord};
+use crate::engine::{ChatModel, GenerationStats};
+use crate::prompt::Message;
+use crate::tool::{ToolHost, ToolSpec};
+use crate::vault::VaultTools;
+
+/// Passages the opening search puts in front of the model.
+const RETRIEVED_PASSAGES: usize = 5;
+/// When the first answer is that the notes do not say: the leading notes whose further
+/// passages the agent reads before the model decides (a note's answer is often in another
+/// section than the one matching the question's words; a 1.5B model asked to look further
+/// only repeats the opening search), and how many passages of each.
+const WIDENED_NOTES: usize = 3;
+const WIDENED_PASSAGES: usize = 3;
+
+/// The opening search: the question as asked, its best passages.
+pub(super) fn opening(question: &str) -> api::SearchParams {
+    api::SearchParams {
+        query: question.to_string(),
+        limit: Some(RETRIEVED_PASSAGES),
+        ..api::SearchParams::default()
+    }
+}
+
+/// The wider search: further passages of the leading notes.
+pub(super) fn wider(question: &str) -> api::SearchParams {
+    api::SearchParams {
+        query: question.to_string(),
+        limit: Some(WIDENED_NOTES),
+        passages: Some(WIDENED_PASSAGES),
+        ..api::SearchParams::default()
+    }
+}
+
+impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// A search the agent makes itself, through the vault's search tool like any call, its
+    /// passages numbered as sources and its call counted as made. It enters the conversation
+    /// only when it brought a passage not shown yet. Returns whether it ran.
+    pub(super) fn retrieve(
+        &mut self,
+        vault: &VaultTools,
+        params: &api::SearchParams,
+        tools: &[ToolSpec],
+        conversation: &mut Vec<Message>,
+        gathered: &mut Gathered,
+    ) -> Result<bool, AgentError> {
+        let Some(call) = vault.call(api::SEARCH_NOTES, params) else {
+            return Ok(false);
+        };
+        let calls = [call];
+        // Small models copy the opening call; repeating it counts as a repeated call.
+        gathered.signatures.push(call_signature(&calls));
+        let known = gathered.sources.list().len();
+        let (records, texts) = self.run_calls(&calls, Some(vault), &mut gathered.sources)?;
+        let written = format!("[{}]", calls[0].to_pythonic());
+        gathered.steps.push(StepRecord {
+            kind: "retrieve",
+            output: written.clone(),
+            calls: records,
+            stats: GenerationStats::default(),
+        });
+        if gathered.sources.list().len() == known && known > 0 {
+            return Ok(true);
+        }
+        // At most half of what is free: the model may still want to read a note whole.
+        let budget = self.result_budget(conversation, tools)? / 2;
+        conversation.push(Message::assistant(written));
+        conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
+        Ok(true)
+    }
+}
