@@ -1,8 +1,7 @@
 //! The answer step: the model writes the answer from the sources it was given.
 //!
-//! The conversation is rendered *without* schemas or calls (results stay, under source headers
-//! without URIs: no call can follow) and the question is asked once, last, by
-//! `prompts/agent/answer.j2`; the answer streams under a grammar that cannot open a call, and a
+//! The conversation is rendered *without* schemas or calls (results stay) and the question is
+//! asked again, last, by `prompts/agent/answer.j2`; the answer streams under a grammar that cannot open a call, and a
 //! model that loops is stopped. What comes back is checked before it counts: an empty answer,
 //! one that adds nothing to the question, or a bare yes or no is followed by the best sources
 //! quoted, so the user always gets an answer. An answer that only says the notes do not say can
@@ -51,7 +50,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .answer_instruction(question, sources.list().len())?,
             )
         };
-        let messages = answer_messages(conversation, sources, instruction.as_deref());
+        let mut messages = without_calls(conversation);
+        messages.extend(instruction.iter().map(Message::user));
         let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
         let mut request = self.request(self.options.answer_tokens);
@@ -248,30 +248,6 @@ fn without_calls(conversation: &[Message]) -> Vec<Message> {
         })
         .map(|(_, m)| m.clone())
         .collect()
-}
-
-/// The answer step's messages: the conversation without calls, its results with source
-/// headers but no URIs, and `instruction` last. The instruction asks the question again
-/// (small models follow what is nearest the end best), so the turn's own question message
-/// goes: it would be read twice.
-fn answer_messages(
-    conversation: &[Message],
-    sources: &Sources,
-    instruction: Option<&str>,
-) -> Vec<Message> {
-    let mut messages = without_calls(conversation);
-    for message in &mut messages {
-        if message.role == Role::Ipython {
-            message.content = sources.without_uris(&message.content);
-        }
-    }
-    if let Some(instruction) = instruction {
-        if let Some(asked) = messages.iter().rposition(|m| m.role == Role::User) {
-            messages.remove(asked);
-        }
-        messages.push(Message::user(instruction));
-    }
-    messages
 }
 
 /// What the user gets when the model wrote no answer of its own: the best sources, quoted and
