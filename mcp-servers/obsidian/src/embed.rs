@@ -2,12 +2,13 @@
 //! all-MiniLM-L6-v2) with the pooling it declares, batched, L2-normalised. The only module that
 //! touches `llama_cpp_2`.
 //!
-//! One thread owns the model's context (a llama.cpp context is not shareable) and serves two
-//! queues: queries first, then the background indexer's batches, so a search never waits for
-//! more than the batch being computed. That thread, and the compute threads llama.cpp starts
-//! from it, run at idle priority: embedding takes only the cores nothing else wants, so it
-//! never slows a model that is reading a prompt or writing an answer, yet has the whole
-//! machine between a model's steps and when nothing else runs.
+//! A llama.cpp context is not shareable, so the model has two threads, each with its own
+//! context and queue: one for search queries at normal priority, one for the background
+//! indexer at idle priority (it and the compute threads llama.cpp starts from it). Indexing
+//! takes only the cores nothing else wants, so it never slows a model that is reading a prompt
+//! or writing an answer; a query never waits behind an indexing batch, nor for idle cores:
+//! a person is waiting for it, and on a busy machine an idle-priority query was starved until
+//! the search timed out.
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -25,7 +26,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use sha2::{Digest, Sha256};
 
 /// Tokens one llama.cpp batch holds: every sequence of a batch must fit in it whole (the
-/// attention is not causal), and it bounds how long a query waits behind background work.
+/// attention is not causal).
 /// A BERT has no KV cache: each batch attends over all of its tokens, masked per sequence, so
 /// attention grows with the square of the batch. 512 embeds the help vault 1.2× as fast as
 /// 2,048 on 2 threads; 256 is no faster.
@@ -79,33 +80,83 @@ struct Job {
     reply: mpsc::Sender<Result<Vec<Vec<f32>>, EmbedError>>,
 }
 
-/// The two queues the embedding thread serves, queries first.
+/// One embedding thread's queue.
 #[derive(Default)]
-struct Queues {
-    queries: VecDeque<Job>,
-    background: VecDeque<Job>,
+struct Lane {
+    queue: Mutex<LaneQueue>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct LaneQueue {
+    jobs: VecDeque<Job>,
     closed: bool,
 }
 
-/// What the [`Embedder`] handles share with the thread.
+impl Lane {
+    fn push(&self, job: Job) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .jobs
+            .push_back(job);
+        self.wake.notify_one();
+    }
+
+    /// The next job, or `None` once the lane is closed.
+    fn next(&self) -> Option<Job> {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if q.closed {
+                return None;
+            }
+            if let Some(job) = q.jobs.pop_front() {
+                return Some(job);
+            }
+            q = self.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn close(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.wake.notify_all();
+    }
+}
+
+/// Which of the two threads: what it serves and at what priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Search queries, at normal priority.
+    Query,
+    /// The indexer's batches, at idle priority.
+    Background,
+}
+
+/// What the [`Embedder`] handles share with the threads.
+#[derive(Default)]
 struct Shared {
-    queues: Mutex<Queues>,
-    wake: Condvar,
+    queries: Lane,
+    background: Lane,
     /// Tokens read so far, queries included: with a clock, the embedder's rate.
     tokens: AtomicU64,
 }
 
-/// Closes the queues when the last [`Embedder`] clone is dropped, which ends the thread.
+impl Shared {
+    fn lane(&self, role: Role) -> &Lane {
+        match role {
+            Role::Query => &self.queries,
+            Role::Background => &self.background,
+        }
+    }
+}
+
+/// Closes the lanes when the last [`Embedder`] clone is dropped, which ends the threads.
 struct Handle(Arc<Shared>);
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.0
-            .queues
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .closed = true;
-        self.0.wake.notify_all();
+        self.0.queries.close();
+        self.0.background.close();
     }
 }
 
@@ -150,27 +201,31 @@ impl Embedder {
             sha256,
             dim,
         });
-        let shared = Arc::new(Shared {
-            queues: Mutex::new(Queues::default()),
-            wake: Condvar::new(),
-            tokens: AtomicU64::new(0),
-        });
-        // The context is made on the thread that uses it, so its error comes back here.
-        let (ready_tx, ready_rx) = mpsc::channel();
+        let model = Arc::new(model);
+        let shared = Arc::new(Shared::default());
+        let handle = Handle(shared.clone());
         let threads = i32::try_from(threads.max(1)).unwrap_or(1);
-        let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("embed".into())
-            .spawn(move || run(model, threads, &thread_shared, ready_tx))
-            .map_err(|e| fail(e.to_string()))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Embedder {
-                handle: Arc::new(Handle(shared)),
-                info,
-            }),
-            Ok(Err(reason)) => Err(fail(reason)),
-            Err(_) => Err(fail("the embedding thread ended at start".into())),
+        // Each context is made on the thread that uses it, so its error comes back here.
+        let (ready_tx, ready_rx) = mpsc::channel();
+        for role in [Role::Query, Role::Background] {
+            let (model, shared, ready) = (model.clone(), shared.clone(), ready_tx.clone());
+            std::thread::Builder::new()
+                .name(format!("embed-{role:?}").to_lowercase())
+                .spawn(move || run(&model, role, threads, &shared, ready))
+                .map_err(|e| fail(e.to_string()))?;
         }
+        drop(ready_tx);
+        for _ in 0..2 {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(reason)) => return Err(fail(reason)),
+                Err(_) => return Err(fail("an embedding thread ended at start".into())),
+            }
+        }
+        Ok(Embedder {
+            handle: Arc::new(handle),
+            info,
+        })
     }
 
     /// The model's identity.
@@ -183,30 +238,20 @@ impl Embedder {
         self.handle.0.tokens.load(Ordering::Relaxed)
     }
 
-    /// Embeds a search query, ahead of any background work.
+    /// Embeds a search query on the query thread: it never waits behind background work.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let mut v = self.submit(vec![text.to_string()], true)?;
+        let mut v = self.submit(vec![text.to_string()], Role::Query)?;
         v.pop().ok_or(EmbedError::Stopped)
     }
 
-    /// Embeds a batch for the index (behind queries).
+    /// Embeds a batch for the index, on the idle-priority thread.
     pub fn embed_batch(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.submit(texts, false)
+        self.submit(texts, Role::Background)
     }
 
-    fn submit(&self, texts: Vec<String>, query: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn submit(&self, texts: Vec<String>, role: Role) -> Result<Vec<Vec<f32>>, EmbedError> {
         let (reply, rx) = mpsc::channel();
-        let shared = &self.handle.0;
-        {
-            let mut q = shared.queues.lock().unwrap_or_else(|p| p.into_inner());
-            let job = Job { texts, reply };
-            if query {
-                q.queries.push_back(job);
-            } else {
-                q.background.push_back(job);
-            }
-        }
-        shared.wake.notify_one();
+        self.handle.0.lane(role).push(Job { texts, reply });
         rx.recv().map_err(|_| EmbedError::Stopped)?
     }
 }
@@ -228,10 +273,18 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-/// The embedding thread: queries first, then background batches, until the queues close.
-fn run(model: LlamaModel, threads: i32, shared: &Shared, ready: mpsc::Sender<Result<(), String>>) {
-    // Before the context exists: llama.cpp's compute threads inherit the priority.
-    yield_to_everything_else();
+/// One embedding thread: its lane's jobs in order, until the lane closes.
+fn run(
+    model: &LlamaModel,
+    role: Role,
+    threads: i32,
+    shared: &Shared,
+    ready: mpsc::Sender<Result<(), String>>,
+) {
+    if role == Role::Background {
+        // Before the context exists: llama.cpp's compute threads inherit the priority.
+        yield_to_everything_else();
+    }
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(BATCH_TOKENS as u32))
         .with_n_batch(BATCH_TOKENS as u32)
@@ -249,20 +302,9 @@ fn run(model: LlamaModel, threads: i32, shared: &Shared, ready: mpsc::Sender<Res
         }
     };
     let _ = ready.send(Ok(()));
-    loop {
-        let job = {
-            let mut q = shared.queues.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                if q.closed {
-                    return;
-                }
-                if let Some(job) = q.queries.pop_front().or_else(|| q.background.pop_front()) {
-                    break job;
-                }
-                q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
-            }
-        };
-        let result = embed_all(&model, &mut ctx, &job.texts, &shared.tokens);
+    let lane = shared.lane(role);
+    while let Some(job) = lane.next() {
+        let result = embed_all(model, &mut ctx, &job.texts, &shared.tokens);
         let _ = job.reply.send(result);
     }
 }

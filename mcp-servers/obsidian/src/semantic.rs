@@ -20,7 +20,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::index::SharedIndex;
 use crate::vectors::{CacheError, CacheFile, NoteMatch, NoteVectors, TextHash, VectorStore};
 
-/// Texts sent to the model at once: small, so a query waits for little.
+/// Texts sent to the model at once: small, so a stop waits for little.
 const BATCH: usize = 16;
 /// How often the job looks for changed notes when idle.
 const POLL: Duration = Duration::from_millis(500);
@@ -103,7 +103,7 @@ pub struct SemanticOptions {
 }
 
 impl SemanticOptions {
-    /// `model` on every core (the embedding thread runs at idle priority, so it takes only
+    /// `model` on every core (indexing runs at idle priority, so it takes only
     /// what nothing else wants, see [`crate::embed`]), caching vectors in `cache_dir`.
     pub fn new(model: PathBuf, cache_dir: Option<PathBuf>) -> Self {
         SemanticOptions {

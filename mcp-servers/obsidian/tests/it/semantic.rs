@@ -515,3 +515,53 @@ async fn search_is_by_words_until_the_vault_is_embedded_and_a_stop_keeps_the_vec
         "{embedded} of {total} were embedded before the stop, then {again:?}: {log}"
     );
 }
+
+/// A person waits for a query, so it is embedded at normal priority on its own thread: with
+/// every core busy at normal priority and indexing work queued at idle priority, a query is
+/// still answered, with the vector it has on an idle machine. (When queries shared the idle
+/// indexing thread, such a machine starved them until the search timed out.)
+#[test]
+fn a_query_is_embedded_while_every_core_is_busy_and_indexing_waits() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let embedder = obsidian_kb::embed::Embedder::load(&model(), 2).expect("the model loads");
+    let question = "How do I keep my bread yeast culture alive?";
+    let idle = embedder.embed_query(question).unwrap();
+
+    let busy = Arc::new(AtomicBool::new(true));
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let hogs: Vec<_> = (0..cores)
+        .map(|_| {
+            let busy = busy.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while busy.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            })
+        })
+        .collect();
+    let indexing = {
+        let embedder = embedder.clone();
+        let passages = vec!["Kitchen scraps and peelings go on the compost heap. ".repeat(8); 96];
+        std::thread::spawn(move || embedder.embed_batch(passages))
+    };
+
+    let loaded = embedder.embed_query(question);
+    busy.store(false, Ordering::Relaxed);
+    for hog in hogs {
+        hog.join().unwrap();
+    }
+    let loaded = loaded.expect("the query is embedded on a busy machine");
+    let cosine: f32 = idle.iter().zip(&loaded).map(|(a, b)| a * b).sum();
+    assert!(
+        cosine > 0.9999,
+        "the same query, another vector: cosine {cosine}"
+    );
+    let vectors = indexing
+        .join()
+        .unwrap()
+        .expect("indexing ends once the cores are free");
+    assert_eq!(vectors.len(), 96);
+}
