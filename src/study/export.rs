@@ -1,10 +1,12 @@
 //! What the study commands print: a quiz as Markdown (items as they come), one JSON object, or
-//! Anki CSV (front, back, source; written by the `csv` crate); a summary's `--json` report. The
-//! JSON shapes are the `Serialize` types here.
+//! Anki CSV (front, back, source, link; written by the `csv` crate); a summary's `--json`
+//! report. The JSON shapes are the `Serialize` types here. Every source carries its
+//! `obsidian://open` link, at the heading its item comes from: a click away in Obsidian.
 
 use std::io::Write;
 
 use anyhow::Result;
+use obsidian_kb::api;
 use serde::Serialize;
 
 use super::item::QuizItem;
@@ -19,23 +21,34 @@ pub(super) struct SourceRef<'a> {
     /// The heading of the passage, when the note was cut into pieces.
     #[serde(skip_serializing_if = "Option::is_none")]
     heading: Option<&'a str>,
+    /// `obsidian://open` link to the note, at that heading when there is one.
+    link: String,
 }
 
 impl<'a> SourceRef<'a> {
-    fn new(note: &'a SourceNote, heading: Option<&'a str>) -> Self {
+    pub(super) fn new(note: &'a SourceNote, heading: Option<&'a str>) -> Self {
         SourceRef {
             title: &note.title,
             uri: &note.uri,
             heading,
+            link: heading.map_or_else(
+                || note.link.clone(),
+                |heading| api::link_at_heading(&note.link, heading),
+            ),
         }
     }
 
-    /// `Title (uri)`, or `Title › Heading (uri)`: the source as Markdown and Anki show it.
-    fn line(&self) -> String {
+    /// `Title` or `Title › Heading`: the source as a reader names it.
+    fn label(&self) -> String {
         match self.heading {
-            Some(heading) => format!("{} › {heading} ({})", self.title, self.uri),
-            None => format!("{} ({})", self.title, self.uri),
+            Some(heading) => format!("{} › {heading}", self.title),
+            None => self.title.to_string(),
         }
+    }
+
+    /// The label as a Markdown link that opens the note in Obsidian.
+    pub(super) fn markdown(&self) -> String {
+        format!("[{}]({})", self.label(), self.link)
     }
 }
 
@@ -108,7 +121,7 @@ impl<'o, W: Write> QuizOutput<'o, W> {
             "{number}. {}\n   - Answer: {}\n   - Source: {}\n",
             indent(&item.qa.question),
             indent(&item.qa.answer),
-            source.line()
+            source.markdown()
         )?;
         self.out.flush()?;
         Ok(())
@@ -132,7 +145,13 @@ impl<'o, W: Write> QuizOutput<'o, W> {
             QuizFormat::Anki => {
                 let mut csv = anki_writer(&mut *self.out);
                 for entry in entries {
-                    csv.write_record([entry.question, entry.answer, &entry.source.line()])?;
+                    let source = &entry.source;
+                    csv.write_record([
+                        entry.question,
+                        entry.answer,
+                        &source.label(),
+                        &source.link,
+                    ])?;
                 }
                 csv.flush()?;
             }
@@ -187,21 +206,27 @@ mod tests {
 
     #[test]
     fn json_reports_name_sources_and_leave_out_unknown_headings() {
+        let link = "obsidian://open?vault=v&file=Home";
         let notes = [SourceNote {
             uri: "note://Home".into(),
             title: "Home".into(),
+            link: link.into(),
             content: String::new(),
         }];
         let report = SummaryReport::new("- A point.".into(), &notes, 1);
         assert_eq!(
             serde_json::to_value(&report).unwrap(),
-            serde_json::json!({"summary": "- A point.", "sources": [{"title": "Home", "uri": "note://Home"}], "chunks": 1})
+            serde_json::json!({"summary": "- A point.", "sources": [{"title": "Home", "uri": "note://Home", "link": link}], "chunks": 1})
         );
-        let source = SourceRef::new(&notes[0], Some("Links"));
-        assert_eq!(source.line(), "Home › Links (note://Home)");
+        let source = SourceRef::new(&notes[0], Some("Links & more"));
+        let at_heading = "obsidian://open?vault=v&file=Home%23Links%20%26%20more";
+        assert_eq!(
+            source.markdown(),
+            format!("[Home › Links & more]({at_heading})")
+        );
         assert_eq!(
             serde_json::to_value(&source).unwrap(),
-            serde_json::json!({"title": "Home", "uri": "note://Home", "heading": "Links"})
+            serde_json::json!({"title": "Home", "uri": "note://Home", "heading": "Links & more", "link": at_heading})
         );
     }
 }

@@ -2,8 +2,10 @@
 //! grammar that admits exactly `Q: …` then `A: …` (two non-empty lines of bounded length,
 //! nothing before, between or after them), read back by one small parser. The [`Asker`] writes
 //! items one at a time: the notes take turns, a long note's questions spread over its pieces,
-//! and a reply that is cut off or repeats an earlier question is retried once with the form
-//! spelled out.
+//! and a reply that is cut off, repeats an earlier question of the quiz, or tests nothing (its
+//! answer is the note's title or says back the question) is retried once with the form spelled
+//! out. Items are plain text: the model reads notes with their markup rendered, and any label
+//! or mark it writes anyway is taken off.
 //!
 //! Both ends of a quiz take their items from here: printed in a format ([`super::quiz`] through
 //! [`super::export`]) or asked and graded on the terminal ([`super::grade`]); this module
@@ -18,6 +20,7 @@ use super::chunk::{blocks, body_chars, chunk_text, headings};
 use super::target::SourceNote;
 use super::writer::{Grammar, Writer, line_rule};
 use crate::engine::StopReason;
+use crate::markup;
 use crate::prompt::StudyPrompt;
 
 /// Tokens set aside in quiz prompts for the retry reminder.
@@ -77,21 +80,68 @@ pub fn item_grammar(bounds: ItemBounds) -> Grammar {
     }
 }
 
-/// The question and answer of a reply written under [`item_grammar`]; `None` when either is
-/// missing or empty, or anything else is there (a reply cut off before its answer).
+/// The question and answer of a reply written under [`item_grammar`], as plain text; `None`
+/// when either is missing or empty, or anything else is there (a reply cut off before its
+/// answer).
 pub fn parse_item(reply: &str) -> Option<QaPair> {
     let rest = reply.trim_start().strip_prefix("Q:")?;
     let (question, answer) = rest.split_once("\nA:")?;
     let answer = answer.strip_suffix('\n').unwrap_or(answer);
-    let (question, answer) = (question.trim(), answer.trim());
-    if question.is_empty() || answer.is_empty() || question.contains('\n') || answer.contains('\n')
-    {
+    if question.contains('\n') || answer.contains('\n') {
         return None;
     }
-    Some(QaPair {
-        question: question.to_string(),
-        answer: answer.to_string(),
-    })
+    let (question, answer) = (item_text(question), item_text(answer));
+    if question.is_empty() || answer.is_empty() {
+        return None;
+    }
+    Some(QaPair { question, answer })
+}
+
+/// One line of an item as a reader should see it: without the labels a small model writes
+/// again after the grammar's own ("Q: Q: What …", "A: Answer: …") and with any markup it
+/// wrote rendered as plain text.
+fn item_text(line: &str) -> String {
+    let mut text = line.trim();
+    while let Some(rest) = ["Q:", "A:", "Question:", "Answer:"]
+        .iter()
+        .find_map(|label| strip_prefix_ignore_case(text, label))
+    {
+        text = rest.trim_start();
+    }
+    markup::plain(text)
+}
+
+fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// Why an item tests nothing, if it does not: its answer is the note's title (or only words
+/// of it), or it says back what was asked (fewer than three words the question lacks, and at
+/// least half of its words the question's). What the quiz retries on; `benches/quiz-quality`
+/// judges items by a fuller rubric of its own.
+fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let answer = words(&qa.answer);
+    let title = words(title);
+    let question = words(&qa.question);
+    if !answer.is_empty() && answer.iter().all(|w| title.contains(w)) {
+        return Some("its answer is the note's title");
+    }
+    let mut new: Vec<&String> = answer.iter().filter(|w| !question.contains(w)).collect();
+    new.sort();
+    new.dedup();
+    let asked = answer.iter().filter(|w| question.contains(w)).count();
+    if !answer.is_empty() && new.len() < 3 && asked * 2 >= answer.len() {
+        return Some("its answer says back its question");
+    }
+    None
 }
 
 /// Two questions are the same when their letters and digits are, whatever the case.
@@ -219,11 +269,8 @@ impl<'w, 'a> Asker<'w, 'a> {
         let round = slot / self.notes.len();
         let note = &self.notes[index];
         let passage = &self.pieces[index][round % self.pieces[index].len()];
-        let asked: Vec<&str> = items
-            .iter()
-            .filter(|i| i.note == index)
-            .map(|i| i.qa.question.as_str())
-            .collect();
+        // Notes of one folder say the same things; a quiz asks each question once.
+        let asked: Vec<&str> = items.iter().map(|i| i.qa.question.as_str()).collect();
         for retry in [false, true] {
             let vars = QuizVars {
                 title: &note.title,
@@ -250,26 +297,30 @@ impl<'w, 'a> Asker<'w, 'a> {
                 completion.stop,
                 StopReason::EndOfTurn | StopReason::EndOfMessage
             );
-            match parse_item(&completion.text).filter(|_| whole) {
-                Some(qa) if asked.iter().any(|q| same_question(q, &qa.question)) => {
-                    tracing::info!(
-                        "{} repeats an earlier question: {:?}",
-                        note.uri,
-                        qa.question
-                    );
+            let Some(qa) = parse_item(&completion.text).filter(|_| whole) else {
+                tracing::info!(
+                    "no whole Q/A item from {} (stop: {:?})",
+                    note.uri,
+                    completion.stop
+                );
+                continue;
+            };
+            let flaw = if asked.iter().any(|q| same_question(q, &qa.question)) {
+                Some("it repeats an earlier question")
+            } else {
+                hollow(&qa, &note.title)
+            };
+            match flaw {
+                Some(flaw) => {
+                    tracing::info!("an item from {} is dropped, {flaw}: {qa:?}", note.uri)
                 }
-                Some(qa) => {
+                None => {
                     return Ok(Some(QuizItem {
                         qa,
                         note: index,
                         heading: passage.heading.clone(),
                     }));
                 }
-                None => tracing::info!(
-                    "no whole Q/A item from {} (stop: {:?})",
-                    note.uri,
-                    completion.stop
-                ),
             }
         }
         eprintln!(
@@ -345,6 +396,45 @@ mod tests {
              question ::= [^\\x00-\\x20\\x7F?] [^\\x00-\\x1F\\x7F?]{0,8} \"?\"\n\
              answer ::= [^\\x00-\\x20\\x7F] [^\\x00-\\x1F\\x7F]{0,19}\n"
         );
+    }
+
+    #[test]
+    fn items_read_as_plain_text_without_repeated_labels() {
+        assert_eq!(
+            parse_item("Q: Q: What opens the [[Command palette|palette]]?\nA: Answer: **Ctrl+P**"),
+            qa("What opens the palette?", "Ctrl+P")
+        );
+        assert_eq!(
+            parse_item("Q: question: Why ==sync==?\nA: a: To keep notes alike."),
+            qa("Why sync?", "To keep notes alike.")
+        );
+        assert_eq!(parse_item("Q: Q:\nA: A:"), None);
+    }
+
+    #[test]
+    fn an_item_whose_answer_is_the_title_or_the_question_tests_nothing() {
+        let item = |q: &str, a: &str| QaPair {
+            question: q.into(),
+            answer: a.into(),
+        };
+        let title = "Obsidian Sync";
+        let hollow_item = |q, a| hollow(&item(q, a), title).is_some();
+        assert!(hollow_item(
+            "What service syncs notes across devices?",
+            "Obsidian Sync."
+        ));
+        assert!(hollow_item(
+            "Are notes and images synced by default?",
+            "Notes and images are synced by default."
+        ));
+        assert!(!hollow_item(
+            "Which platforms does Sync support?",
+            "Windows, macOS, Linux, Android and iOS."
+        ));
+        assert!(!hollow_item(
+            "How much storage does the Plus plan give?",
+            "10 GB"
+        ));
     }
 
     #[test]

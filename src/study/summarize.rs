@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::chunk::chunk_text;
-use super::export::SummaryReport;
+use super::export::{SourceRef, SummaryReport};
 use super::target::SourceNote;
 use super::writer::{Grammar, Writer, line_rule};
 use crate::engine::StopReason;
@@ -107,7 +107,7 @@ pub(super) fn write_summary(
     } else {
         writeln!(out, "\n## Sources\n")?;
         for note in notes {
-            writeln!(out, "- {} ({})", note.title, note.uri)?;
+            writeln!(out, "- {}", SourceRef::new(note, None).markdown())?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use anyhow::{Context, Result, bail};
 use obsidian_kb::api;
 
+use crate::markup;
 use crate::tool::ToolHost;
 use crate::vault::{VaultClient, VaultError};
 
@@ -23,7 +24,10 @@ pub struct SourceNote {
     pub uri: String,
     /// Its title.
     pub title: String,
-    /// Its text (without frontmatter).
+    /// Its `obsidian://open` link, as the server gave it.
+    pub link: String,
+    /// Its text (without frontmatter), with Obsidian's markup rendered as plain text: what
+    /// the model reads, so that what it writes holds no `[[links]]` either.
     pub content: String,
 }
 
@@ -59,6 +63,7 @@ impl<'a, H: ToolHost> Vault<'a, H> {
         let mut note = SourceNote {
             uri: page.uri.clone(),
             title: page.title.clone(),
+            link: page.link.clone(),
             content: std::mem::take(&mut page.content),
         };
         while let Some(offset) = page.next_offset {
@@ -74,6 +79,7 @@ impl<'a, H: ToolHost> Vault<'a, H> {
                 .with_context(|| format!("reading {} at offset {offset} failed", note.uri))?;
             note.content.push_str(&page.content);
         }
+        note.content = markup::plain(&note.content);
         Ok(Some(note))
     }
 

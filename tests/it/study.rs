@@ -107,12 +107,30 @@ fn read_csv(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The URI of a `Title (uri)` or `Title › Heading (uri)` source line.
-fn source_uri(source: &str) -> &str {
+/// The label and link of a `[Title](obsidian://…)` or `[Title › Heading](obsidian://…)`
+/// Markdown source.
+fn source_link(source: &str) -> (&str, &str) {
     source
-        .rsplit_once(" (")
-        .and_then(|(_, rest)| rest.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("source is not `Title (uri)`: {source:?}"))
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(')'))
+        .and_then(|s| s.rsplit_once("]("))
+        .unwrap_or_else(|| panic!("source is not a Markdown link `[Title](…)`: {source:?}"))
+}
+
+/// Checks that `link` opens `file` (vault path without `.md`, as Obsidian's URI encodes it) of
+/// the vault, at `heading` when one is given, and nothing else.
+fn assert_opens(link: &str, file: &str, heading: Option<&str>) {
+    let query = link
+        .strip_prefix("obsidian://open?vault=")
+        .unwrap_or_else(|| panic!("not an obsidian://open link: {link:?}"));
+    let (_vault, at) = query
+        .split_once("&file=")
+        .unwrap_or_else(|| panic!("no file in {link:?}"));
+    let expected = match heading {
+        Some(heading) => format!("{file}%23{}", heading.replace(' ', "%20")),
+        None => file.to_string(),
+    };
+    assert_eq!(at, expected, "{link}");
 }
 
 #[test]
@@ -126,15 +144,11 @@ fn summarize_a_note_prints_markdown_with_the_note_as_its_source() {
     assert!(!summary.trim().is_empty(), "{stdout}");
     let listed: Vec<&str> = sources.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!listed.is_empty(), "{stdout}");
-    for line in listed {
-        let uri = line
-            .strip_prefix("- ")
-            .and_then(|l| l.rsplit_once(" ("))
-            .and_then(|(_, rest)| rest.strip_suffix(')'))
-            .unwrap_or_else(|| panic!("not `- Title (uri)`: {line:?}"));
-        assert!(uris.contains(uri), "{uri} is not in the vault");
-    }
-    assert!(sources.contains("(note://Home)"), "{stdout}");
+    assert_eq!(listed.len(), 1, "{stdout}");
+    let (title, link) = source_link(listed[0].strip_prefix("- ").unwrap());
+    assert_eq!(title, "Home", "{stdout}");
+    assert_opens(link, "Home", None);
+    assert!(uris.contains("note://Home"));
 }
 
 #[test]
@@ -198,18 +212,18 @@ fn quiz_as_json_has_the_questions_asked_each_with_a_real_source() {
 }
 
 #[test]
-fn quiz_for_anki_writes_csv_rows_of_front_back_and_source() {
-    let uris = vault_uris();
+fn quiz_for_anki_writes_csv_rows_of_front_back_source_and_link() {
     let stdout = succeeded(&recall_with_model(&[
         "quiz", "Home", "-n", "2", "--format", "anki",
     ]));
     let rows = read_csv(&stdout);
     assert_eq!(rows.len(), 2, "{rows:?}");
     for row in &rows {
-        assert_eq!(row.len(), 3, "{row:?}");
+        assert_eq!(row.len(), 4, "{row:?}");
         assert!(!row[0].is_empty() && !row[1].is_empty(), "{row:?}");
-        let uri = source_uri(&row[2]);
-        assert!(uris.contains(uri), "{uri} is not in the vault");
+        let heading = row[2].strip_prefix("Home › ");
+        assert!(heading.is_some() || row[2] == "Home", "{row:?}");
+        assert_opens(&row[3], "Home", heading);
     }
 }
 
@@ -326,7 +340,10 @@ fn quiz_of_five_on_a_sample_note_has_five_items_with_sources_in_every_format() {
         .collect();
     assert_eq!(sources.len(), 5, "{md}");
     for source in sources {
-        assert_eq!(source_uri(source), "note://Cells/Mitochondria", "{md}");
+        let (label, link) = source_link(source);
+        let heading = label.strip_prefix("Mitochondria › ");
+        assert!(heading.is_some() || label == "Mitochondria", "{md}");
+        assert_opens(link, "Cells%2FMitochondria", heading);
     }
 
     let json: Value = serde_json::from_str(quiz("json").trim()).expect("one JSON object");
@@ -341,21 +358,26 @@ fn quiz_of_five_on_a_sample_note_has_five_items_with_sources_in_every_format() {
         assert_eq!(q["source"]["title"], "Mitochondria", "{q}");
         let uri = q["source"]["uri"].as_str().expect("a source uri");
         assert!(uris.contains(uri), "{uri} is not in the vault");
-        // A heading, when given, is one of the note's own.
-        if let Some(heading) = q["source"].get("heading") {
-            assert!(
-                ["Structure", "Own DNA"].contains(&heading.as_str().unwrap()),
-                "{q}"
-            );
+        // A heading, when given, is one of the note's own, and the link opens there.
+        let heading = q["source"].get("heading").map(|h| h.as_str().unwrap());
+        if let Some(heading) = heading {
+            assert!(["Structure", "Own DNA"].contains(&heading), "{q}");
         }
+        assert_opens(
+            q["source"]["link"].as_str().expect("a source link"),
+            "Cells%2FMitochondria",
+            heading,
+        );
     }
 
     let rows = read_csv(&quiz("anki"));
     assert_eq!(rows.len(), 5, "{rows:?}");
     for row in &rows {
-        assert_eq!(row.len(), 3, "{row:?}");
+        assert_eq!(row.len(), 4, "front, back, source, link: {row:?}");
         assert!(row[0].ends_with('?') && !row[1].is_empty(), "{row:?}");
-        assert_eq!(source_uri(&row[2]), "note://Cells/Mitochondria", "{row:?}");
+        let heading = row[2].strip_prefix("Mitochondria › ");
+        assert!(heading.is_some() || row[2] == "Mitochondria", "{row:?}");
+        assert_opens(&row[3], "Cells%2FMitochondria", heading);
     }
 }
 
@@ -375,10 +397,9 @@ fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
             .unwrap_or_else(|| panic!("{point:?}"));
         assert!(!text.trim().is_empty(), "{stdout}");
     }
-    assert!(
-        sources.contains("- Photosynthesis (note://Processes/Photosynthesis)"),
-        "{stdout}"
-    );
+    let (title, link) = source_link(sources.trim().strip_prefix("- ").unwrap());
+    assert_eq!(title, "Photosynthesis", "{stdout}");
+    assert_opens(link, "Processes%2FPhotosynthesis", None);
 
     let json: Value = serde_json::from_str(
         succeeded(&recall_on(
@@ -391,7 +412,7 @@ fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
     assert_eq!(json["summary"], points.join("\n"), "{json}");
     assert_eq!(
         json["sources"],
-        json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis"}])
+        json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis", "link": link}])
     );
     assert_eq!(json["chunks"], 1);
 }

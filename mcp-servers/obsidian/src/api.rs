@@ -65,6 +65,22 @@ pub fn obsidian_link(vault_name: &str, rel: &str, heading: Option<&str>) -> Stri
     )
 }
 
+/// `link` (an [`obsidian_link`] to a whole note, as `read_note` gives it) opened at `heading`
+/// instead: what a client that read the note whole writes for a part of it. A link that
+/// already names a heading is moved to the new one.
+pub fn link_at_heading(link: &str, heading: &str) -> String {
+    // The file is the last parameter; a vault's name may hold an encoded `#` too.
+    let file = link.rfind("&file=").map_or(0, |at| at + "&file=".len());
+    let note = match link[file..].find("%23") {
+        Some(at) => &link[..file + at],
+        None => link,
+    };
+    if heading.is_empty() {
+        return note.to_string();
+    }
+    format!("{note}%23{}", utf8_percent_encode(heading, URI_COMPONENT))
+}
+
 /// Accepts an integer, a numeric string or null (small models quote numbers).
 pub(crate) fn lenient_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     #[derive(Deserialize)]
@@ -418,6 +434,15 @@ mod tests {
             obsidian_link("v", "Café & co.md", Some("Step 1: setup")),
             "obsidian://open?vault=v&file=Caf%C3%A9%20%26%20co%23Step%201%3A%20setup"
         );
+    }
+
+    #[test]
+    fn a_note_link_opens_at_a_heading_as_a_link_made_for_it() {
+        let note = obsidian_link("My #1 Vault", "Café & co.md", None);
+        let at = |h| obsidian_link("My #1 Vault", "Café & co.md", Some(h));
+        assert_eq!(link_at_heading(&note, "Step 1: setup"), at("Step 1: setup"));
+        assert_eq!(link_at_heading(&at("Old"), "New #2"), at("New #2"));
+        assert_eq!(link_at_heading(&at("Old"), ""), note);
     }
 
     #[test]
