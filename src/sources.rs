@@ -403,9 +403,10 @@ impl Sources {
             .iter()
             .map(|s| format!("{}\n{}", s.label(), s.text))
             .collect();
+        let mut held = support::SourceTerms::new(&held);
         for claim in claims {
             let numbers: BTreeSet<usize> = claim.numbers.into_iter().filter(in_range).collect();
-            let evidence = support::evidence(question, claim.text, &held);
+            let evidence = held.evidence(question, claim.text);
             let checked = support::check(&numbers, &evidence);
             if let Some((number, dropped)) = checked.replaced {
                 tracing::debug!(

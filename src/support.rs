@@ -40,19 +40,48 @@ pub struct Checked {
     pub replaced: Option<(usize, BTreeSet<usize>)>,
 }
 
-/// How much of `answer`'s own evidence each source holds, by position in `sources` (each one's
-/// label and text, as [`crate::sources`] gives them): each term the answer uses and the question
-/// does not, shared among the sources holding it.
-pub fn evidence(question: &str, answer: &str, sources: &[String]) -> Vec<f32> {
-    let mut tokenizer = Tokenizer::default();
-    let terms = own_terms(&mut tokenizer, question, answer);
-    let held: Vec<HashSet<String>> = sources
-        .iter()
-        .map(|text| tokenizer.query_terms(text).into_iter().collect())
-        .collect();
-    let mut scores = vec![0.0; sources.len()];
-    for term in &terms {
-        let holders: Vec<usize> = (0..sources.len())
+/// The terms of some sources (each one's label and text, as [`crate::sources`] gives them),
+/// read once and held against each claim made of them.
+pub struct SourceTerms {
+    tokenizer: Tokenizer,
+    held: Vec<HashSet<String>>,
+}
+
+impl SourceTerms {
+    /// Reads the terms of `sources`.
+    pub fn new(sources: &[String]) -> SourceTerms {
+        let mut tokenizer = Tokenizer::default();
+        let held = sources
+            .iter()
+            .map(|text| tokenizer.query_terms(text).into_iter().collect())
+            .collect();
+        SourceTerms { tokenizer, held }
+    }
+
+    /// How much of `answer`'s own evidence each source holds, by position: each term the
+    /// answer uses and the question does not, shared among the sources holding it.
+    pub fn evidence(&mut self, question: &str, answer: &str) -> Vec<f32> {
+        let terms = own_terms(&mut self.tokenizer, question, answer);
+        evidence_of(&terms, &self.held)
+    }
+
+    /// The source holding the most of `text`'s evidence, by position; `None` when none holds
+    /// any of it.
+    pub fn best(&mut self, text: &str) -> Option<usize> {
+        let scores = self.evidence("", text);
+        let (best, score) = scores
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))?;
+        (*score > 0.0).then_some(best)
+    }
+}
+
+/// Each source's share of `terms`.
+fn evidence_of(terms: &[String], held: &[HashSet<String>]) -> Vec<f32> {
+    let mut scores = vec![0.0; held.len()];
+    for term in terms {
+        let holders: Vec<usize> = (0..held.len())
             .filter(|&i| held[i].contains(term))
             .collect();
         // A term with a digit (a size, a price, a key, a date) that one source alone holds is
@@ -170,6 +199,10 @@ pub fn check(cited: &BTreeSet<usize>, evidence: &[f32]) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn evidence(question: &str, answer: &str, sources: &[String]) -> Vec<f32> {
+        SourceTerms::new(sources).evidence(question, answer)
+    }
 
     /// A source as the check reads it: its label (here the title) and text.
     fn source(title: &str, text: &str) -> String {

@@ -65,18 +65,34 @@ struct QuizEntry<'a> {
     source: SourceRef<'a>,
 }
 
-/// `summarize --json`: the summary, the notes it is made from, and how many chunks they took.
+/// `summarize --json`: the summary, each point with the section it comes from, the notes it
+/// is made from, and how many chunks they took.
 #[derive(Debug, Serialize)]
 pub(super) struct SummaryReport<'a> {
     summary: String,
+    points: Vec<SummaryPoint<'a>>,
     sources: Vec<SourceRef<'a>>,
     chunks: usize,
 }
 
+/// One point of a summary and the section its words come from (null when no section holds
+/// them).
+#[derive(Debug, Serialize)]
+pub(super) struct SummaryPoint<'a> {
+    pub(super) text: String,
+    pub(super) source: Option<SourceRef<'a>>,
+}
+
 impl<'a> SummaryReport<'a> {
-    pub(super) fn new(summary: String, notes: &'a [SourceNote], chunks: usize) -> Self {
+    pub(super) fn new(
+        summary: String,
+        points: Vec<SummaryPoint<'a>>,
+        notes: &'a [SourceNote],
+        chunks: usize,
+    ) -> Self {
         SummaryReport {
             summary,
+            points,
             sources: notes.iter().map(|n| SourceRef::new(n, None)).collect(),
             chunks,
         }
@@ -213,10 +229,19 @@ mod tests {
             link: link.into(),
             content: String::new(),
         }];
-        let report = SummaryReport::new("- A point.".into(), &notes, 1);
+        let points = vec![SummaryPoint {
+            text: "A point.".into(),
+            source: None,
+        }];
+        let report = SummaryReport::new("- A point.".into(), points, &notes, 1);
         assert_eq!(
             serde_json::to_value(&report).unwrap(),
-            serde_json::json!({"summary": "- A point.", "sources": [{"title": "Home", "uri": "note://Home", "link": link}], "chunks": 1})
+            serde_json::json!({
+                "summary": "- A point.",
+                "points": [{"text": "A point.", "source": null}],
+                "sources": [{"title": "Home", "uri": "note://Home", "link": link}],
+                "chunks": 1
+            })
         );
         let source = SourceRef::new(&notes[0], Some("Links & more"));
         let at_heading = "obsidian://open?vault=v&file=Home%23Links%20%26%20more";

@@ -12,6 +12,7 @@ mod export;
 mod grade;
 mod item;
 mod quiz;
+mod sections;
 mod summarize;
 mod target;
 mod writer;

@@ -1,6 +1,8 @@
 //! Summaries: one generation per note when it fits, else one per chunk and a combining pass
 //! (map-reduce, combining groups first when the parts do not fit together). Every generation is
 //! held by a grammar to a short bullet list (`- point` lines), streamed a whole line at a time.
+//! Each point of the summary names the section its words come from ([`super::sections`]):
+//! `[n]` after the point, the numbered sources as `obsidian://` links after the summary.
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -9,7 +11,8 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::chunk::chunk_text;
-use super::export::{SourceRef, SummaryReport};
+use super::export::{SourceRef, SummaryPoint, SummaryReport};
+use super::sections::{Place, Sections};
 use super::target::SourceNote;
 use super::writer::{Grammar, Writer, line_rule};
 use crate::engine::StopReason;
@@ -84,6 +87,8 @@ pub(super) fn write_summary(
     let mut summarizer = Summarizer {
         grammar: summary_grammar(writer.request.max_tokens),
         writer,
+        sections: Sections::new(notes),
+        cited: Vec::new(),
     };
     let single = notes.len() == 1;
     let mut chunks = 0;
@@ -103,19 +108,65 @@ pub(super) fn write_summary(
         summarizer.reduce(target, parts, stream)?
     };
     if json {
-        SummaryReport::new(summary, notes, chunks).print(&mut out)
-    } else {
-        writeln!(out, "\n## Sources\n")?;
-        for note in notes {
-            writeln!(out, "- {}", SourceRef::new(note, None).markdown())?;
-        }
-        Ok(())
+        let texts = parse_summary(&summary, true);
+        let places: Vec<Option<Place>> = texts
+            .iter()
+            .map(|text| summarizer.sections.source_of(text))
+            .collect();
+        let points = texts
+            .into_iter()
+            .zip(&places)
+            .map(|(text, place)| SummaryPoint {
+                text,
+                source: place.as_ref().map(|place| source_ref(notes, place)),
+            })
+            .collect();
+        return SummaryReport::new(summary, points, notes, chunks).print(&mut out);
     }
+    // The sections the points were traced to, numbered as marked; then the notes read that no
+    // point was traced to.
+    writeln!(out, "\n## Sources\n")?;
+    for (i, place) in summarizer.cited.iter().enumerate() {
+        writeln!(out, "{}. {}", i + 1, source_ref(notes, place).markdown())?;
+    }
+    let mut others = (0..notes.len()).filter(|&n| summarizer.cited.iter().all(|p| p.note != n));
+    if let Some(first) = others.next() {
+        writeln!(out, "\nAlso read:\n")?;
+        for n in std::iter::once(first).chain(others) {
+            writeln!(out, "- {}", SourceRef::new(&notes[n], None).markdown())?;
+        }
+    }
+    Ok(())
+}
+
+fn source_ref<'n>(notes: &'n [SourceNote], place: &'n Place) -> SourceRef<'n> {
+    SourceRef::new(&notes[place.note], place.heading.as_deref())
 }
 
 struct Summarizer<'w, 'a> {
     writer: &'w mut Writer<'a>,
     grammar: Grammar,
+    /// The notes' sections, which points are traced to.
+    sections: Sections,
+    /// The sections the streamed points were traced to, in the order of their numbers.
+    cited: Vec<Place>,
+}
+
+/// `line` (a streamed `- point`) with the number of the section its words come from, given
+/// one in `cited` (the first time a section is named, it is added).
+fn mark_point(line: &str, sections: &mut Sections, cited: &mut Vec<Place>) -> String {
+    let line = line.trim_end();
+    let Some(place) = line.strip_prefix("- ").and_then(|p| sections.source_of(p)) else {
+        return line.to_string();
+    };
+    let number = match cited.iter().position(|c| *c == place) {
+        Some(i) => i + 1,
+        None => {
+            cited.push(place);
+            cited.len()
+        }
+    };
+    format!("{line} [{number}]")
 }
 
 impl Summarizer<'_, '_> {
@@ -192,6 +243,7 @@ impl Summarizer<'_, '_> {
     ) -> Result<String> {
         let mut stdout = std::io::stdout();
         let mut pending = String::new();
+        let (sections, cited) = (&mut self.sections, &mut self.cited);
         let mut sink = |text: &str| {
             if !stream {
                 return ControlFlow::Continue(());
@@ -200,7 +252,12 @@ impl Summarizer<'_, '_> {
             let Some(end) = pending.rfind('\n') else {
                 return ControlFlow::Continue(());
             };
-            let lines: String = pending.drain(..=end).collect();
+            let lines: String = pending
+                .drain(..=end)
+                .collect::<String>()
+                .lines()
+                .map(|line| mark_point(line, sections, cited) + "\n")
+                .collect();
             match stdout
                 .write_all(lines.as_bytes())
                 .and_then(|()| stdout.flush())
@@ -218,7 +275,11 @@ impl Summarizer<'_, '_> {
             StopReason::EndOfTurn | StopReason::EndOfMessage
         );
         if stream && whole && !pending.is_empty() {
-            writeln!(stdout, "{pending}")?;
+            writeln!(
+                stdout,
+                "{}",
+                mark_point(&pending, &mut self.sections, &mut self.cited)
+            )?;
         }
         let points = parse_summary(&completion.text, whole);
         if points.is_empty() {

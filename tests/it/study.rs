@@ -133,22 +133,92 @@ fn assert_opens(link: &str, file: &str, heading: Option<&str>) {
     assert_eq!(at, expected, "{link}");
 }
 
-#[test]
-fn summarize_a_note_prints_markdown_with_the_note_as_its_source() {
-    let uris = vault_uris();
-    let stdout = succeeded(&recall_with_model(&["summarize", "note://Home"]));
-    assert!(stdout.starts_with("# Summary: note://Home\n"), "{stdout}");
+/// A summary as Markdown shows it, taken apart.
+struct MarkdownSummary {
+    /// Each point's text and the number of its source, if it names one.
+    points: Vec<(String, Option<usize>)>,
+    /// The numbered sources, `[label](link)` each, in order.
+    numbered: Vec<(String, String)>,
+    /// The notes read that no point was traced to.
+    also_read: Vec<(String, String)>,
+}
+
+/// Reads `# Summary: TARGET`, the `- point [n]` lines, `## Sources` with `n. [label](link)`
+/// lines and an optional `Also read:` list of `- [label](link)`, and checks that every point's
+/// number names a listed source and every listed source is named by a point.
+fn markdown_summary(stdout: &str, target: &str) -> MarkdownSummary {
     let (summary, sources) = stdout
-        .split_once("\n## Sources\n")
-        .expect("a Sources section");
-    assert!(!summary.trim().is_empty(), "{stdout}");
-    let listed: Vec<&str> = sources.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(!listed.is_empty(), "{stdout}");
-    assert_eq!(listed.len(), 1, "{stdout}");
-    let (title, link) = source_link(listed[0].strip_prefix("- ").unwrap());
-    assert_eq!(title, "Home", "{stdout}");
-    assert_opens(link, "Home", None);
-    assert!(uris.contains("note://Home"));
+        .strip_prefix(&format!("# Summary: {target}\n\n"))
+        .and_then(|s| s.split_once("\n## Sources\n"))
+        .unwrap_or_else(|| panic!("not the summary layout: {stdout}"));
+    let points: Vec<(String, Option<usize>)> = summary
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let text = line
+                .strip_prefix("- ")
+                .unwrap_or_else(|| panic!("not a point: {line:?}"));
+            let mark = text
+                .rsplit_once(" [")
+                .and_then(|(text, n)| Some((text, n.strip_suffix(']')?.parse::<usize>().ok()?)));
+            match mark {
+                Some((text, n)) => (text.to_string(), Some(n)),
+                None => (text.to_string(), None),
+            }
+        })
+        .collect();
+    let (numbered, also_read) = sources
+        .split_once("\nAlso read:\n")
+        .unwrap_or((sources, ""));
+    let link_of = |line: &str| {
+        let (label, link) = source_link(line);
+        (label.to_string(), link.to_string())
+    };
+    let numbered: Vec<(String, String)> = numbered
+        .lines()
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            let source = line
+                .strip_prefix(&format!("{}. ", i + 1))
+                .unwrap_or_else(|| panic!("not source {}: {line:?}", i + 1));
+            link_of(source)
+        })
+        .collect();
+    let also_read = also_read
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| link_of(line.strip_prefix("- ").unwrap()))
+        .collect();
+    let marks: HashSet<usize> = points.iter().filter_map(|(_, n)| *n).collect();
+    assert_eq!(
+        marks,
+        (1..=numbered.len()).collect::<HashSet<_>>(),
+        "every point's number names a listed source, every source is named: {stdout}"
+    );
+    MarkdownSummary {
+        points,
+        numbered,
+        also_read,
+    }
+}
+
+#[test]
+fn summarize_a_note_prints_markdown_with_each_point_traced_to_its_heading() {
+    let stdout = succeeded(&recall_with_model(&["summarize", "note://Home"]));
+    let summary = markdown_summary(&stdout, "note://Home");
+    assert!(!summary.points.is_empty(), "{stdout}");
+    // The one note is listed once: as the sections points were traced to, or else read.
+    assert_eq!(
+        summary.numbered.is_empty(),
+        summary.also_read.len() == 1,
+        "{stdout}"
+    );
+    for (label, link) in summary.numbered.iter().chain(&summary.also_read) {
+        let heading = label.strip_prefix("Home › ");
+        assert!(heading.is_some() || label == "Home", "{stdout}");
+        assert_opens(link, "Home", heading);
+    }
 }
 
 #[test]
@@ -385,21 +455,21 @@ fn quiz_of_five_on_a_sample_note_has_five_items_with_sources_in_every_format() {
 fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
     let vault = sample_vault();
     let stdout = succeeded(&recall_on(&vault, &["summarize", "Photosynthesis"]));
-    let (summary, sources) = stdout
-        .strip_prefix("# Summary: Photosynthesis\n\n")
-        .and_then(|s| s.split_once("\n## Sources\n"))
-        .unwrap_or_else(|| panic!("not the summary layout: {stdout}"));
-    let points: Vec<&str> = summary.lines().filter(|l| !l.is_empty()).collect();
-    assert!((1..=7).contains(&points.len()), "{stdout}");
-    for point in &points {
-        let text = point
-            .strip_prefix("- ")
-            .unwrap_or_else(|| panic!("{point:?}"));
+    let summary = markdown_summary(&stdout, "Photosynthesis");
+    assert!((1..=7).contains(&summary.points.len()), "{stdout}");
+    for (text, _) in &summary.points {
         assert!(!text.trim().is_empty(), "{stdout}");
     }
-    let (title, link) = source_link(sources.trim().strip_prefix("- ").unwrap());
-    assert_eq!(title, "Photosynthesis", "{stdout}");
-    assert_opens(link, "Processes%2FPhotosynthesis", None);
+    let headings = [
+        "Light-dependent reactions",
+        "Calvin cycle",
+        "Photosynthesis",
+    ];
+    for (label, link) in summary.numbered.iter().chain(&summary.also_read) {
+        let heading = label.strip_prefix("Photosynthesis › ");
+        assert!(heading.is_some_and(|h| headings.contains(&h)) || label == "Photosynthesis");
+        assert_opens(link, "Processes%2FPhotosynthesis", heading);
+    }
 
     let json: Value = serde_json::from_str(
         succeeded(&recall_on(
@@ -409,10 +479,27 @@ fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
         .trim(),
     )
     .expect("one JSON object");
-    assert_eq!(json["summary"], points.join("\n"), "{json}");
+    let texts: Vec<String> = summary
+        .points
+        .iter()
+        .map(|(t, _)| format!("- {t}"))
+        .collect();
+    assert_eq!(json["summary"], texts.join("\n"), "{json}");
+    // Each point carries the source its Markdown number names, or none where it has none.
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), summary.points.len(), "{json}");
+    for (point, (text, number)) in points.iter().zip(&summary.points) {
+        assert_eq!(point["text"], *text, "{json}");
+        match number {
+            Some(n) => assert_eq!(point["source"]["link"], summary.numbered[n - 1].1, "{json}"),
+            None => assert!(point["source"].is_null(), "{json}"),
+        }
+    }
+    let note_link = json["sources"][0]["link"].as_str().expect("a link");
+    assert_opens(note_link, "Processes%2FPhotosynthesis", None);
     assert_eq!(
         json["sources"],
-        json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis", "link": link}])
+        json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis", "link": note_link}])
     );
     assert_eq!(json["chunks"], 1);
 }
