@@ -145,6 +145,29 @@ pub fn states_something(asked: &str, text: &str) -> bool {
     own_terms(&mut Tokenizer::default(), asked, text).len() >= MIN_CLAIM_TERMS
 }
 
+/// How a text's terms stand to what was asked (see [`overlap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overlap {
+    /// Distinct terms of the text that were not asked.
+    pub own: usize,
+    /// Terms of the text that were asked.
+    pub asked: usize,
+}
+
+/// The terms of `text` (stemmed, stop words out, CJK in bigrams, as the vault's search reads
+/// them) held against those of `asked`: what a quiz answer adds to its question or its note's
+/// title.
+pub fn overlap(asked: &str, text: &str) -> Overlap {
+    let mut tokenizer = Tokenizer::default();
+    let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
+    let terms = tokenizer.query_terms(text);
+    let own: HashSet<&String> = terms.iter().filter(|t| !asked.contains(*t)).collect();
+    Overlap {
+        own: own.len(),
+        asked: terms.iter().filter(|t| asked.contains(*t)).count(),
+    }
+}
+
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
 /// not in `asked`, citation marks and the numbers of a numbered list set aside.
 fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {

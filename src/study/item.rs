@@ -22,6 +22,7 @@ use super::writer::{Grammar, Writer, line_rule};
 use crate::engine::StopReason;
 use crate::markup;
 use crate::prompt::StudyPrompt;
+use crate::support;
 
 /// Tokens set aside in quiz prompts for the retry reminder.
 const RETRY_RESERVE: usize = 64;
@@ -117,28 +118,18 @@ fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> 
         .then(|| &text[prefix.len()..])
 }
 
-/// Why an item tests nothing, if it does not: its answer is the note's title (or only words
-/// of it), or it says back what was asked (fewer than three words the question lacks, and at
-/// least half of its words the question's). What the quiz retries on; `benches/quiz-quality`
+/// Why an item tests nothing, if it does not: its answer is only words of the note's title, or
+/// only words of its question. Words as the vault's search reads them (stemmed, stop words
+/// out, CJK in bigrams), so "They are synced by default." says back "Is syncing on by
+/// default?", and "七天" is a fact of its own. What the quiz retries on; `benches/quiz-quality`
 /// judges items by a fuller rubric of its own.
 fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
-    let words = |s: &str| -> Vec<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let answer = words(&qa.answer);
-    let title = words(title);
-    let question = words(&qa.question);
-    if !answer.is_empty() && answer.iter().all(|w| title.contains(w)) {
+    let of_title = support::overlap(title, &qa.answer);
+    if of_title.own == 0 && of_title.asked > 0 {
         return Some("its answer is the note's title");
     }
-    let mut new: Vec<&String> = answer.iter().filter(|w| !question.contains(w)).collect();
-    new.sort();
-    new.dedup();
-    let asked = answer.iter().filter(|w| question.contains(w)).count();
-    if !answer.is_empty() && new.len() < 3 && asked * 2 >= answer.len() {
+    let of_question = support::overlap(&qa.question, &qa.answer);
+    if of_question.own == 0 && of_question.asked > 0 {
         return Some("its answer says back its question");
     }
     None
@@ -431,10 +422,16 @@ mod tests {
             "Which platforms does Sync support?",
             "Windows, macOS, Linux, Android and iOS."
         ));
+        assert!(hollow_item(
+            "What subscription plan is needed to sync notes?",
+            "You need a subscription plan."
+        ));
         assert!(!hollow_item(
             "How much storage does the Plus plan give?",
             "10 GB"
         ));
+        assert!(!hollow_item("快照保留多久？", "快照保留七天。"));
+        assert!(hollow_item("快照默认保留吗？", "快照默认保留。"));
     }
 
     #[test]
