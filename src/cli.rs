@@ -177,6 +177,14 @@ pub struct RunArgs {
     pub cache: PromptCacheArgs,
 }
 
+/// The deck of saved quiz items (`quiz --save`, `review`).
+#[derive(Debug, Args, Clone)]
+pub struct DeckArgs {
+    /// The deck file (default: recall/deck.json in the platform data folder).
+    #[arg(long, env = "RECALL_DECK", value_name = "FILE")]
+    pub deck: Option<PathBuf>,
+}
+
 /// What a study command (`summarize`, `quiz`) works on.
 #[derive(Debug, Args, Clone)]
 pub struct StudyTarget {
@@ -222,6 +230,26 @@ pub enum Command {
         /// Ask the questions one by one on the terminal and grade the answers.
         #[arg(long)]
         interactive: bool,
+        /// Also add the questions to the deck that `recall review` asks from.
+        #[arg(long)]
+        save: bool,
+        #[command(flatten)]
+        deck: DeckArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Ask the saved quiz questions that are due (spaced repetition, FSRS); grades each typed
+    /// answer and schedules the card's next review. With --json, lists the due cards.
+    Review {
+        /// Ask at most this many cards.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Review as if it were this time (RFC 3339, e.g. 2030-01-31T09:00:00Z), for scripts
+        /// and tests; default: now.
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        now: Option<chrono::DateTime<chrono::Utc>>,
+        #[command(flatten)]
+        deck: DeckArgs,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -281,6 +309,12 @@ pub enum Command {
     },
 }
 
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.to_utc())
+        .map_err(|e| format!("{e}: expected RFC 3339, e.g. 2030-01-31T09:00:00Z"))
+}
+
 /// How `recall quiz` writes its questions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum QuizFormat {
@@ -288,7 +322,7 @@ pub enum QuizFormat {
     Md,
     /// One JSON object.
     Json,
-    /// CSV that Anki imports (front, back, source).
+    /// CSV that Anki imports (front, back, source, link).
     Anki,
 }
 

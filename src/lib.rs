@@ -74,6 +74,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             count,
             format,
             interactive,
+            save,
+            deck,
             run,
         } => study::quiz(
             &global,
@@ -83,6 +85,25 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 count,
                 format,
                 interactive,
+                save: if save {
+                    Some(study::Deck::locate(deck.deck)?)
+                } else {
+                    None
+                },
+            },
+        ),
+        Command::Review {
+            limit,
+            now,
+            deck,
+            run,
+        } => study::review(
+            &global,
+            &run,
+            &study::ReviewRequest {
+                deck: study::Deck::locate(deck.deck)?,
+                now: now.unwrap_or_else(chrono::Utc::now),
+                limit,
             },
         ),
         Command::Index { servers } => commands::index(&global, &servers),

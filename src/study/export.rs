@@ -46,6 +46,11 @@ impl<'a> SourceRef<'a> {
         }
     }
 
+    /// The `obsidian://open` link.
+    pub(super) fn link(&self) -> &str {
+        &self.link
+    }
+
     /// The label as a Markdown link that opens the note in Obsidian.
     pub(super) fn markdown(&self) -> String {
         format!("[{}]({})", self.label(), self.link)

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::item::{Asker, QuizItem};
-use super::writer::{Grammar, line_rule};
+use super::writer::{Grammar, Writer, line_rule};
 use crate::prompt::StudyPrompt;
 
 /// Longest reason, in characters.
@@ -36,7 +36,8 @@ impl Grade {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The grade's word, as printed.
+    pub(super) fn name(self) -> &'static str {
         match self {
             Grade::Correct => "correct",
             Grade::Partly => "partly",
@@ -90,11 +91,32 @@ pub fn parse_grade(reply: &str) -> (Option<Grade>, String) {
     (Some(grade), why.to_string())
 }
 
+/// The model's grade of `reply` to `question`, against the note's `answer`, and its reason.
+pub(super) fn grade_reply(
+    writer: &mut Writer,
+    question: &str,
+    answer: &str,
+    reply: &str,
+) -> Result<(Option<Grade>, String)> {
+    let grammar = grade_grammar(writer.request.max_tokens);
+    let user = writer.render(
+        StudyPrompt::GradeUser,
+        &json!({"question": question, "answer": answer, "reply": reply}),
+    )?;
+    let verdict = writer.generate(StudyPrompt::Grade, &user, &grammar, &mut |_| {
+        ControlFlow::Continue(())
+    })?;
+    Ok(parse_grade(&verdict.text))
+}
+
 /// Asks up to `count` questions on the terminal, grades each reply, and prints the score.
-/// Ctrl-D (or Ctrl-C) ends early with the score so far.
-pub(super) fn interactive(asker: &mut Asker, count: usize, out: &mut impl Write) -> Result<()> {
+/// Ctrl-D (or Ctrl-C) ends early with the score so far. Returns the items asked.
+pub(super) fn interactive(
+    asker: &mut Asker,
+    count: usize,
+    out: &mut impl Write,
+) -> Result<Vec<QuizItem>> {
     let cancel = asker.writer.request.cancel.clone();
-    let grammar = grade_grammar(asker.writer.request.max_tokens);
     let mut items: Vec<QuizItem> = Vec::new();
     let mut score = 0.0;
     let mut graded = 0;
@@ -120,20 +142,12 @@ pub(super) fn interactive(asker: &mut Asker, count: usize, out: &mut impl Write)
             writeln!(out)?;
             break;
         }
-        let user = asker.writer.render(
-            StudyPrompt::GradeUser,
-            &json!({
-                "question": item.qa.question,
-                "answer": item.qa.answer,
-                "reply": reply.trim(),
-            }),
+        let (grade, why) = grade_reply(
+            asker.writer,
+            &item.qa.question,
+            &item.qa.answer,
+            reply.trim(),
         )?;
-        let verdict = asker
-            .writer
-            .generate(StudyPrompt::Grade, &user, &grammar, &mut |_| {
-                ControlFlow::Continue(())
-            })?;
-        let (grade, why) = parse_grade(&verdict.text);
         graded += 1;
         match grade {
             Some(grade) => {
@@ -146,7 +160,7 @@ pub(super) fn interactive(asker: &mut Asker, count: usize, out: &mut impl Write)
         items.push(item);
     }
     writeln!(out, "\nScore: {score}/{graded}")?;
-    Ok(())
+    Ok(items)
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
 }
 
 /// Two questions are the same when their letters and digits are, whatever the case.
-fn same_question(a: &str, b: &str) -> bool {
+pub(super) fn same_question(a: &str, b: &str) -> bool {
     let key = |s: &str| -> String {
         s.chars()
             .filter(|c| c.is_alphanumeric())
@@ -201,6 +201,8 @@ pub(super) struct QuizItem {
     pub(super) note: usize,
     /// The heading of the passage asked about, when the note was cut into several.
     pub(super) heading: Option<String>,
+    /// The passage asked about, as the model read it.
+    pub(super) passage: String,
 }
 
 /// What the quiz template is filled with.
@@ -310,6 +312,7 @@ impl<'w, 'a> Asker<'w, 'a> {
                         qa,
                         note: index,
                         heading: passage.heading.clone(),
+                        passage: passage.text.clone(),
                     }));
                 }
             }

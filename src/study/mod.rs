@@ -1,36 +1,44 @@
-//! `recall summarize` and `recall quiz`: study aids over the vault. This file holds the two
-//! commands and what they share ([`StudyJob`]: servers, notes, model, transcript).
+//! `recall summarize`, `recall quiz` and `recall review`: study aids over the vault. This file
+//! holds the commands and what they share ([`StudyJob`]: servers, notes, model, transcript).
 //!
 //! Data flows one way: the target (a note, a folder or a search query) becomes notes through the
 //! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]),
 //! prompts are rendered from `prompts/study/` and generated under a grammar ([`writer`]) into
-//! summaries ([`summarize`]), quiz items ([`item`], put together into a quiz by [`quiz`]) or
-//! grades ([`grade`]), and the result goes to stdout ([`export`]).
+//! summaries ([`summarize`], each point traced to its section by [`sections`]), quiz items
+//! ([`item`], put together into a quiz by [`quiz`]) or grades ([`grade`]), and the result goes
+//! to stdout ([`export`]). Saved items live in a deck ([`deck`]) that [`review`] asks from.
 
 mod chunk;
+mod deck;
 mod export;
 mod grade;
 mod item;
 mod quiz;
+mod review;
 mod sections;
 mod summarize;
 mod target;
 mod writer;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
 
 use anyhow::{Result, bail};
 use serde::Serialize;
 
 pub use chunk::{chunk_text, headings};
+pub use deck::Deck;
 pub use grade::{Grade, grade_grammar, parse_grade};
 pub use item::{ItemBounds, QaPair, item_grammar, parse_item};
 pub use summarize::{parse_summary, summary_grammar};
-pub use target::{SourceNote, gather_notes};
+pub use target::{SourceNote, gather_notes, read_notes};
 pub use writer::Grammar;
 
 use crate::cli::{GlobalArgs, QuizFormat, RunArgs};
 use crate::engine::GenerateRequest;
+use crate::mcp::McpManager;
 use crate::report::append_transcript;
 use crate::session::Workbench;
 use writer::{Generation, Writer};
@@ -46,6 +54,19 @@ pub struct QuizRequest {
     pub format: QuizFormat,
     /// Ask on the terminal and grade.
     pub interactive: bool,
+    /// The deck to add the items to (`--save`).
+    pub save: Option<PathBuf>,
+}
+
+/// What `recall review` was asked for.
+#[derive(Debug, Clone)]
+pub struct ReviewRequest {
+    /// The deck file.
+    pub deck: PathBuf,
+    /// The time to review at.
+    pub now: DateTime<Utc>,
+    /// Most cards to ask.
+    pub limit: Option<usize>,
 }
 
 /// `recall summarize`.
@@ -79,6 +100,69 @@ pub fn quiz(global: &GlobalArgs, run: &RunArgs, request: &QuizRequest) -> Result
     job.run(|writer, notes| quiz::write_quiz(writer, notes, global.json, request))
 }
 
+/// `recall review`: with `--json`, the due cards (no model, no servers); else the due cards
+/// asked, graded and scheduled.
+pub fn review(global: &GlobalArgs, run: &RunArgs, request: &ReviewRequest) -> Result<()> {
+    let mut deck = Deck::open(&request.deck)?;
+    let mut out = std::io::stdout();
+    if global.json {
+        let report = review::DueReport::new(&deck, request.now);
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+        return Ok(());
+    }
+    let mut due = deck.due(request.now);
+    due.truncate(request.limit.unwrap_or(usize::MAX));
+    if due.is_empty() {
+        if deck.cards.is_empty() {
+            writeln!(
+                out,
+                "The deck {} holds no cards yet: `recall quiz TARGET --save` adds the                  questions it writes.",
+                deck.path().display()
+            )?;
+        } else {
+            let next = deck.next_due(request.now);
+            writeln!(
+                out,
+                "Nothing is due ({} cards{}).",
+                deck.cards.len(),
+                next.map(|n| format!("; the next is due {}", n.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default()
+            )?;
+        }
+        return Ok(());
+    }
+    let mut uris: Vec<String> = due
+        .iter()
+        .map(|&i| deck.cards[i].source.uri.clone())
+        .collect();
+    uris.sort();
+    uris.dedup();
+    let job = StudyJob {
+        command: "review",
+        target: "due cards",
+        global,
+        run,
+    };
+    let mut input = std::io::stdin().lock();
+    job.run_on(
+        |runtime, host| {
+            let notes = read_notes(runtime, host, &uris)?;
+            Ok(uris.iter().cloned().zip(notes).collect::<Vec<_>>())
+        },
+        |writer, notes| {
+            review::ask_due(
+                writer,
+                &mut deck,
+                &due,
+                notes,
+                request.now,
+                &mut input,
+                &mut out,
+            )
+        },
+    )
+}
+
 /// What `summarize` and `quiz` share: the flags and the notes the target names.
 struct StudyJob<'a> {
     command: &'static str,
@@ -91,9 +175,20 @@ impl StudyJob<'_> {
     /// Starts the servers, gathers the target's notes (before the model loads: a bad target
     /// fails fast), loads the model, runs `write` on a fresh context, and logs its generations.
     fn run(self, write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>) -> Result<()> {
-        let (bench, notes) = Workbench::open_after(self.global, self.run, |runtime, host| {
-            gather_notes(runtime, host, self.target)
-        })?;
+        let target = self.target;
+        self.run_on(
+            |runtime, host| gather_notes(runtime, host, target),
+            |writer, notes: &Vec<SourceNote>| write(writer, notes),
+        )
+    }
+
+    /// [`StudyJob::run`] with notes that `gather` reads through the vault tools.
+    fn run_on<T>(
+        self,
+        gather: impl FnOnce(&tokio::runtime::Runtime, &McpManager) -> Result<T>,
+        write: impl FnOnce(&mut Writer, &T) -> Result<()>,
+    ) -> Result<()> {
+        let (bench, notes) = Workbench::open_after(self.global, self.run, gather)?;
         let result = bench.session().and_then(|mut session| {
             let mut writer = Writer {
                 request: self.request(&bench),

@@ -4,8 +4,11 @@
 
 use anyhow::{Result, bail};
 
+use chrono::Utc;
+
 use super::QuizRequest;
-use super::export::QuizOutput;
+use super::deck::{Card, CardSource, Deck};
+use super::export::{QuizOutput, SourceRef};
 use super::grade;
 use super::item::{Asker, QuizItem};
 use super::target::SourceNote;
@@ -23,7 +26,8 @@ pub(super) fn write_quiz(
     let mut out = std::io::stdout();
     let mut asker = Asker::new(writer, notes)?;
     if quiz.interactive {
-        return grade::interactive(&mut asker, quiz.count, &mut out);
+        let items = grade::interactive(&mut asker, quiz.count, &mut out)?;
+        return save(quiz, &items, notes);
     }
     let mut output = QuizOutput::start(format, &quiz.target, &mut out)?;
     let mut items: Vec<QuizItem> = Vec::new();
@@ -52,5 +56,43 @@ pub(super) fn write_quiz(
             quiz.count
         );
     }
-    output.finish(&items, notes)
+    output.finish(&items, notes)?;
+    save(quiz, &items, notes)
+}
+
+/// With `--save`, adds `items` to the deck as new cards, due at once, and says on stderr how
+/// many were new.
+fn save(quiz: &QuizRequest, items: &[QuizItem], notes: &[SourceNote]) -> Result<()> {
+    let Some(path) = &quiz.save else {
+        return Ok(());
+    };
+    let mut deck = Deck::open(path)?;
+    let now = Utc::now();
+    let mut added = 0;
+    for item in items {
+        let note = &notes[item.note];
+        let source = CardSource {
+            title: note.title.clone(),
+            uri: note.uri.clone(),
+            heading: item.heading.clone(),
+            link: SourceRef::new(note, item.heading.as_deref())
+                .link()
+                .to_string(),
+            passage: item.passage.clone(),
+        };
+        let card = Card::new(
+            item.qa.question.clone(),
+            item.qa.answer.clone(),
+            source,
+            now,
+        );
+        added += usize::from(deck.add(card));
+    }
+    deck.save()?;
+    eprintln!(
+        "recall: saved {added} new cards to {} ({} already there); `recall review` asks them",
+        path.display(),
+        items.len() - added
+    );
+    Ok(())
 }

@@ -141,6 +141,18 @@ fn names_note_exactly(target: &str, note: &SourceNote) -> bool {
     target.eq_ignore_ascii_case(path) || target.eq_ignore_ascii_case(file)
 }
 
+/// Each of `uris` read whole, or `None` for one the vault no longer holds.
+pub fn read_notes<H: ToolHost>(
+    runtime: &tokio::runtime::Runtime,
+    host: &H,
+    uris: &[String],
+) -> Result<Vec<Option<SourceNote>>> {
+    let vault = Vault::new(runtime, host)?;
+    uris.iter()
+        .map(|uri| Ok(vault.read_whole(uri)?.filter(|note| note.uri == *uri)))
+        .collect()
+}
+
 /// Resolves a target to notes: a note (URI, path, name or alias), else a folder, else the best
 /// search hits; each read whole.
 pub fn gather_notes<H: ToolHost>(

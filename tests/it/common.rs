@@ -1,7 +1,8 @@
 //! Shared helpers for the integration tests: where the real test models live.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn repo_file(relative: &str, fetch_with: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
@@ -61,18 +62,32 @@ pub fn fixture_vault() -> String {
 }
 
 /// Runs the `recall` binary with no user config, no env defaults, the hub offline, and a prompt
-/// cache of its own that is gone afterwards (never the user's).
+/// cache and data folder of its own that are gone afterwards (never the user's).
 pub fn recall(args: &[&str]) -> Output {
-    let cache = tempfile::tempdir().expect("a temporary folder");
-    Command::new(env!("CARGO_BIN_EXE_recall"))
+    recall_with_input(args, "")
+}
+
+/// [`recall`] with `input` on its stdin.
+pub fn recall_with_input(args: &[&str], input: &str) -> Output {
+    let home = tempfile::tempdir().expect("a temporary folder");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
         .args(args)
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
+        .env_remove("RECALL_DECK")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+        .env("XDG_DATA_HOME", home.path().join("data"))
         .env("HF_HUB_OFFLINE", "1")
-        .env("RECALL_PROMPT_CACHE_DIR", cache.path())
-        .output()
-        .expect("recall runs")
+        .env("RECALL_PROMPT_CACHE_DIR", home.path().join("prompt-cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("recall runs");
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    stdin.write_all(input.as_bytes()).expect("input written");
+    drop(stdin);
+    child.wait_with_output().expect("recall ends")
 }
 
 /// A child process whose stdout and stderr are collected as they arrive, so a test can wait for
@@ -89,7 +104,6 @@ impl Watched {
     /// Spawns `command` with stdout and stderr piped (stdin as the command says).
     pub fn spawn(mut command: Command) -> Watched {
         use std::io::Read;
-        use std::process::Stdio;
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -17,5 +17,6 @@ mod mcp;
 mod parse;
 mod prompt;
 mod prompt_cache;
+mod review;
 mod study;
 mod tidy;
