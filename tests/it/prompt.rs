@@ -560,7 +560,7 @@ fn the_quiz_prompt_adds_the_retry_reminder_on_the_second_try() {
         .unwrap();
     assert_eq!(
         plain,
-        "Write one question with its answer about this note.\n\nTitle: Alpha\n\nBody."
+        "Write one question with its answer, asking for a fact this text states.\n\nFrom: Alpha\n\nBody."
     );
     let full = template
         .study(
