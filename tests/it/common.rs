@@ -61,6 +61,26 @@ pub fn fixture_vault() -> String {
         .to_string()
 }
 
+/// The flags that run a model command on `vault` with the test model, greedy, in a small
+/// context with short outputs.
+pub fn test_model_args(vault: &str) -> Vec<String> {
+    let model = smollm2().display().to_string();
+    [
+        "--model",
+        &model,
+        "--vault",
+        vault,
+        "--temp",
+        "0",
+        "--ctx",
+        "4096",
+        "--max-tokens",
+        "160",
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// Runs the `recall` binary with no user config, no env defaults, the hub offline, and a prompt
 /// cache and data folder of its own that are gone afterwards (never the user's).
 pub fn recall(args: &[&str]) -> Output {

@@ -36,20 +36,9 @@ fn recall_with_model(args: &[&str]) -> Output {
 
 /// Like [`recall_with_model`], on `vault`.
 fn recall_on(vault: &str, args: &[&str]) -> Output {
-    let model = common::smollm2().display().to_string();
+    let flags = common::test_model_args(vault);
     let mut all: Vec<&str> = args.to_vec();
-    all.extend([
-        "--model",
-        &model,
-        "--vault",
-        vault,
-        "--temp",
-        "0",
-        "--ctx",
-        "4096",
-        "--max-tokens",
-        "160",
-    ]);
+    all.extend(flags.iter().map(String::as_str));
     recall(&all)
 }
 
