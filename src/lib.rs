@@ -12,6 +12,7 @@ pub mod embedding;
 pub mod engine;
 pub mod excerpt;
 pub mod grammar;
+pub mod language;
 pub mod markup;
 pub mod mcp;
 pub mod parse;

@@ -20,6 +20,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
@@ -361,11 +362,18 @@ impl ChatTemplate {
     }
 
     /// The answer step's closing instruction: answer `question` from the `count` numbered
-    /// sources and cite them by number.
+    /// sources and cite them by number; in the question's language when its script says it
+    /// ([`Language`]), else as written (the English prompt is unchanged).
     pub fn answer_instruction(&self, question: &str, count: usize) -> Result<String, PromptError> {
+        let language = Language::of(question);
         self.render(
             ANSWER_INSTRUCTION,
-            json!({"question": question, "count": count}),
+            json!({
+                "question": question,
+                "count": count,
+                "language": language.map(Language::name),
+                "notes_lack_it": language.map(Language::notes_lack_it),
+            }),
         )
     }
 

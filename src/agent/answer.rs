@@ -18,6 +18,7 @@ use super::cite::{OpeningSources, unattributed};
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::grammar::{ANSWER_GBNF, ROOT};
+use crate::language::NOTES_LACK_IT;
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Sources, without_copied_headers};
@@ -133,7 +134,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
 fn says_notes_lack_it(answer: &str) -> bool {
     static SENTENCE_END: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?](\s|$)").expect("valid regex"));
+        LazyLock::new(|| Regex::new(r"[.!?](\s|$)|[。！？]").expect("valid regex"));
     let answer = answer.to_lowercase().replace('\u{2019}', "'");
     let says = NOTES_LACK_IT
         .iter()
@@ -144,9 +145,6 @@ fn says_notes_lack_it(answer: &str) -> bool {
         .count();
     says && sentences <= 1
 }
-
-/// The phrases `prompts/agent/answer.j2` asks for when the sources lack the answer, lowercase.
-const NOTES_LACK_IT: [&str; 2] = ["the notes do not say", "the notes don't say"];
 
 /// Holds an answer back from the user while it may still be only "The notes do not say.", so
 /// that such an answer can be replaced by a second look before anyone reads it. Any other
@@ -339,5 +337,16 @@ mod tests {
             "Cholesterol keeps the membrane fluid when cold. The notes do not say how."
         ));
         assert!(!says_notes_lack_it("Room B204 [1]."));
+        // The sentence each language's instruction asks for, and a fact before it.
+        assert!(says_notes_lack_it("笔记中没有说明。"));
+        assert!(says_notes_lack_it("ノートには書かれていません。"));
+        assert!(!says_notes_lack_it(
+            "快照保留七天 [1]。笔记中没有说明如何修改。"
+        ));
+        assert_eq!(hold(&["笔记", "中没有说明。"]), (String::new(), true));
+        assert_eq!(
+            hold(&["快照", "保留七天"]),
+            ("快照保留七天".to_string(), false)
+        );
     }
 }

@@ -468,6 +468,30 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
     );
 }
 
+/// A question in Chinese, Japanese or Korean is answered in its language, and the sentence for
+/// "the notes do not say" is given in it, as the agent recognises it.
+#[test]
+fn the_answer_instruction_names_a_cjk_questions_language() {
+    let text = ChatTemplate::llama3()
+        .answer_instruction("快照会保留多久？", 2)
+        .unwrap();
+    assert_eq!(
+        text,
+        "Answer this question from the numbered sources above: 快照会保留多久？\n\
+         Answer in at most three sentences of your own, written in Chinese; do not copy the \
+         sources. After each fact, write the number of its source in brackets, like [1]. Use \
+         only sources 1 to 2. If the sources do not say, answer \"笔记中没有说明。\"."
+    );
+    let korean = ChatTemplate::llama3()
+        .answer_instruction("동기화는 어떻게 하나요?", 2)
+        .unwrap();
+    assert!(korean.contains("written in Korean"), "{korean}");
+    assert!(
+        korean.contains("\"노트에 나와 있지 않습니다.\""),
+        "{korean}"
+    );
+}
+
 /// The prompt cache keeps the KV state of `text[..stable_len]`: it must be the same for every
 /// question with the same tools and system prompt, and end where a special token follows.
 #[test]

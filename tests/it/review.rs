@@ -68,7 +68,15 @@ impl Setup {
 
     /// `quiz Mitochondria -n COUNT --format json --save`: its stdout and stderr.
     fn save_quiz(&self, count: &str) -> (String, String) {
-        let quiz = ["quiz", "Mitochondria", "-n", count, "--format", "json", "--save"];
+        let quiz = [
+            "quiz",
+            "Mitochondria",
+            "-n",
+            count,
+            "--format",
+            "json",
+            "--save",
+        ];
         let (ok, stdout, stderr) = run(&self.vault, &self.deck, &quiz, "");
         assert!(ok, "{stderr}");
         (stdout, stderr)
@@ -140,10 +148,7 @@ fn saved_questions_are_reviewed_graded_and_scheduled_by_a_clock_the_test_sets() 
     assert!(!stdout.contains("has changed"), "{stdout}");
 
     // Nothing due at the same time any more; all of it a year later, once reviewed.
-    assert_eq!(
-        due(vault, deck, LATER)["due"].as_array().unwrap().len(),
-        0
-    );
+    assert_eq!(due(vault, deck, LATER)["due"].as_array().unwrap().len(), 0);
     let again = due(vault, deck, YEAR_AFTER);
     let cards = again["due"].as_array().unwrap();
     assert_eq!(cards.len(), written, "{again}");
