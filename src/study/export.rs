@@ -40,10 +40,7 @@ impl<'a> SourceRef<'a> {
 
     /// `Title` or `Title › Heading`: the source as a reader names it.
     fn label(&self) -> String {
-        match self.heading {
-            Some(heading) => format!("{} › {heading}", self.title),
-            None => self.title.to_string(),
-        }
+        source_label(self.title, self.heading)
     }
 
     /// The `obsidian://open` link.
@@ -54,6 +51,14 @@ impl<'a> SourceRef<'a> {
     /// The label as a Markdown link that opens the note in Obsidian.
     pub(super) fn markdown(&self) -> String {
         format!("[{}]({})", self.label(), self.link)
+    }
+}
+
+/// `Title`, or `Title › Heading`: a source as a reader names it.
+pub(super) fn source_label(title: &str, heading: Option<&str>) -> String {
+    match heading {
+        Some(heading) => format!("{title} › {heading}"),
+        None => title.to_string(),
     }
 }
 

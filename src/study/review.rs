@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::deck::{Card, Deck};
+use super::export::source_label;
 use super::grade::grade_reply;
 use super::target::SourceNote;
 use super::writer::Writer;
@@ -101,10 +102,7 @@ pub(super) fn ask_due(
             .iter()
             .find(|(uri, _)| *uri == card.source.uri)
             .and_then(|(_, note)| note.as_ref());
-        let source = match &card.source.heading {
-            Some(heading) => format!("{} › {heading}", card.source.title),
-            None => card.source.title.clone(),
-        };
+        let source = source_label(&card.source.title, card.source.heading.as_deref());
         writeln!(
             out,
             "\nCard {} of {}: {}\n(from {source})",

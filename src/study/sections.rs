@@ -3,6 +3,7 @@
 //! is ([`crate::support::SourceTerms`]), so that each point names a heading a reader can open.
 
 use super::chunk::{blocks, headings};
+use super::export::source_label;
 use super::target::SourceNote;
 use crate::support::SourceTerms;
 
@@ -31,11 +32,7 @@ impl Sections {
             for (paragraph, heading) in paragraphs.iter().zip(headings(&paragraphs)) {
                 let place = Place { note, heading };
                 if places.last() != Some(&place) {
-                    let label = match &place.heading {
-                        Some(heading) => format!("{} › {heading}", source.title),
-                        None => source.title.clone(),
-                    };
-                    texts.push(label);
+                    texts.push(source_label(&source.title, place.heading.as_deref()));
                     places.push(place);
                 }
                 let text = texts.last_mut().expect("a section was just pushed");
