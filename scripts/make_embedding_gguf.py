@@ -64,6 +64,8 @@ def convert(model_dir: Path, out: Path) -> None:
     n_layer = config["num_hidden_layers"]
     writer = gguf.GGUFWriter(str(out), gguf.MODEL_ARCH_NAMES[arch])
     writer.add_name(NAME)
+    # The model card's languages: obsidian-kb ranks a query in another language by words alone.
+    writer.add_languages(["en"])
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
     writer.add_feed_forward_length(config["intermediate_size"])
@@ -127,6 +129,8 @@ def check(path: Path) -> None:
     field = reader.fields["general.file_type"]
     if int(field.parts[field.data[0]][0]) != gguf.LlamaFileType.MOSTLY_Q8_0:
         sys.exit(f"{path}: an older conversion (not Q8_0)")
+    if "general.languages" not in reader.fields:
+        sys.exit(f"{path}: an older conversion (no general.languages)")
 
 
 if __name__ == "__main__":

@@ -372,7 +372,7 @@ impl ChatTemplate {
                 "question": question,
                 "count": count,
                 "language": language.map(Language::name),
-                "notes_lack_it": language.map(Language::notes_lack_it),
+                "notes_lack_it": language.map(crate::language::notes_lack_it),
             }),
         )
     }

@@ -25,6 +25,10 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use sha2::{Digest, Sha256};
 
+use crate::gguf_meta;
+use crate::language::Language;
+use crate::models;
+
 /// Tokens one llama.cpp batch holds: every sequence of a batch must fit in it whole (the
 /// attention is not causal).
 /// A BERT has no KV cache: each batch attends over all of its tokens, masked per sequence, so
@@ -177,6 +181,21 @@ pub struct ModelInfo {
     pub sha256: String,
     /// Vector length.
     pub dim: usize,
+    /// The languages the model was trained on, as ISO 639-1 codes: the GGUF's
+    /// `general.languages`, else those of the known model with this file name
+    /// ([`crate::models::KNOWN_MODELS`]); `None` when neither says.
+    pub languages: Option<Vec<String>>,
+}
+
+impl ModelInfo {
+    /// Whether the model's vectors can be trusted for a text in `language` (`None`: not one of
+    /// [`Language`]'s, taken as covered, as is every language of a model that declares none).
+    pub fn covers(&self, language: Option<Language>) -> bool {
+        match (language, &self.languages) {
+            (Some(language), Some(declared)) => declared.iter().any(|l| l == language.code()),
+            _ => true,
+        }
+    }
 }
 
 impl Embedder {
@@ -194,12 +213,20 @@ impl Embedder {
         if dim == 0 {
             return Err(fail("it declares no embedding size".into()));
         }
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let languages = gguf_meta::string_array(path, "general.languages")
+            .map_err(|e| fail(format!("its header cannot be read ({e})")))?
+            .or_else(|| {
+                let known = models::KNOWN_MODELS.iter().find(|m| m.file == name)?;
+                Some(known.languages.iter().map(|l| l.to_string()).collect())
+            });
         let info = Arc::new(ModelInfo {
-            name: path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            name,
             sha256,
             dim,
+            languages,
         });
         let model = Arc::new(model);
         let shared = Arc::new(Shared::default());

@@ -15,7 +15,9 @@
 pub mod api;
 pub mod embed;
 pub mod frontmatter;
+pub mod gguf_meta;
 pub mod index;
+pub mod language;
 pub mod links;
 pub mod models;
 pub mod note;

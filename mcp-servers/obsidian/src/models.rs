@@ -15,6 +15,9 @@ pub struct KnownModel {
     pub file: &'static str,
     /// One line on what it is for.
     pub about: &'static str,
+    /// The languages it was trained on (ISO 639-1), from its model card: a query in another
+    /// language is ranked by words alone.
+    pub languages: &'static [&'static str],
 }
 
 /// The model search by meaning uses when none is named and this one is in the shared Hugging
@@ -29,6 +32,7 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
         repo: "ggml-org/bge-small-en-v1.5-Q8_0-GGUF",
         file: "bge-small-en-v1.5-q8_0.gguf",
         about: "BGE small English v1.5, Q8_0 (37 MB)",
+        languages: &["en"],
     },
     KnownModel {
         alias: "granite-embedding-multilingual",
@@ -36,6 +40,9 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
         file: "granite-embedding-107m-multilingual-Q8_0.gguf",
         about: "IBM Granite Embedding 107M multilingual, Q8_0: for notes in Chinese, Japanese, \
                 Korean and nine more languages",
+        languages: &[
+            "en", "ar", "cs", "de", "es", "fr", "it", "ja", "ko", "nl", "pt", "zh",
+        ],
     },
 ];
 

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::api;
 use crate::embed::{EmbedError, Embedder};
 use crate::index::SharedIndex;
+use crate::language::Language;
 use crate::vectors::{CacheError, CacheFile, NoteMatch, NoteVectors, TextHash, VectorStore};
 
 /// Texts sent to the model at once: small, so a stop waits for little.
@@ -245,6 +246,16 @@ impl Semantic {
     /// The model file's name, once it has loaded.
     pub fn model_name(&self) -> Option<String> {
         self.embedder.get().map(|e| e.info().name.clone())
+    }
+
+    /// Whether a ranking by meaning may be fused for `query`: not when the model does not cover
+    /// its language. All-MiniLM-L6-v2 knows English only: fused with its ranking, Chinese
+    /// questions found their note in the top five for 37 of 60 against 59 of 60 by words
+    /// alone (obsidian-kb-bench retrieval, the Chinese help vault).
+    pub fn covers(&self, query: &str) -> bool {
+        self.embedder
+            .get()
+            .is_none_or(|e| e.info().covers(Language::of(query)))
     }
 
     /// Every note, best match for `query` first, or `None` until every passage has a vector.

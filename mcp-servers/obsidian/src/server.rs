@@ -300,7 +300,8 @@ impl Tools {
         let passages = p.passages.unwrap_or(1).clamp(1, MAX_PASSAGES_PER_NOTE);
         // The query is embedded before the index lock is taken: it may wait for a batch of
         // background embedding to finish.
-        let by_meaning = match self.semantic.as_deref().map(|s| {
+        let semantic = self.semantic.as_deref().filter(|s| s.covers(&p.query));
+        let by_meaning = match semantic.map(|s| {
             s.wait_for_first_pass(self.embedding_wait);
             s.rank(&p.query)
         }) {

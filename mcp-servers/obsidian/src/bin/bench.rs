@@ -21,8 +21,9 @@
 //! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
 //!   vault paths, as in `benches/qa/`) reports whether a gold note is first and whether it is
-//!   in the top K (default 5), by words alone, by meaning alone and fused, with the mean
-//!   reciprocal rank of each (a 1.5B model answers mostly from the first source). With
+//!   in the top K (default 5), by words alone, by meaning alone, fused, and as served (fused
+//!   only where the model covers the query's language), with the mean reciprocal rank of
+//!   each (a 1.5B model answers mostly from the first source). With
 //!   the file's `keywords`, it also reports for how many questions an answer keyword is in the
 //!   text a model would be shown: the top K notes' titles, headings and P passages each
 //!   (default 1; `2,1` gives the first note two and the rest one), as `search_notes` returns
@@ -577,8 +578,13 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             .filter_map(|h| idx.get(h.id).map(|e| e.rel.clone()))
             .collect()
     };
-    let mut table: Vec<(&str, Vec<Option<usize>>)> =
-        vec![("words", vec![]), ("meaning", vec![]), ("fused", vec![])];
+    let mut table: Vec<(&str, Vec<Option<usize>>)> = vec![
+        ("words", vec![]),
+        ("meaning", vec![]),
+        ("fused", vec![]),
+        // As `search_notes` ranks: fused where the model covers the query's language.
+        ("served", vec![]),
+    ];
     // What a model is shown of the hits: each note's title, and its passages under their
     // headings.
     let shown = |hits: &[obsidian_kb::index::Hit]| -> String {
@@ -622,7 +628,9 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
                     println!("  fused miss: {q} (by meaning: {})", top.join(", "));
                 }
                 by_meaning_ranked = Some(ranked);
-                hits
+                let served = if s.covers(q) { hits } else { lexical };
+                table[3].1.push(gold_rank(&rels(&served), gold));
+                served
             }
         };
         let text = shown(&final_hits);

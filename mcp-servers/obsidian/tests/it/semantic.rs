@@ -281,6 +281,20 @@ async fn the_vector_cache_survives_a_restart_and_an_edit_re_embeds_only_what_cha
     c.cancel().await.unwrap();
 }
 
+/// all-MiniLM-L6-v2 declares English only (`general.languages`): its vectors are fused for an
+/// English query, never for a Japanese one, which is ranked by its words.
+#[tokio::test]
+async fn a_query_in_a_language_the_model_does_not_cover_is_ranked_by_words_alone() {
+    let setup = Setup::new();
+    let c = setup.start(0, Some(&model())).await;
+    let english = search(&c, "How tall is the tower in Tokyo?").await;
+    assert_eq!(english["ranking"], "hybrid", "{english:?}");
+    let japanese = search(&c, "東京タワーの高さは？").await;
+    assert_eq!(japanese["ranking"], "lexical", "{japanese:?}");
+    assert_eq!(hit_uris(&japanese)[0], "note://Travel/東京", "{japanese:?}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_damaged_cache_is_rebuilt_and_a_bad_model_leaves_search_by_words() {
     let setup = Setup::new();
