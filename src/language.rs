@@ -25,6 +25,57 @@ pub fn notes_lack_it(language: Language) -> &'static str {
     }
 }
 
+/// What Recall itself writes into an answer when the model's own words are not the answer, in
+/// the question's language: a person who asked in Chinese reads the quoted passages under a
+/// Chinese line, not an English one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerLines {
+    /// Before the quoted passages when the model wrote nothing.
+    pub no_answer: &'static str,
+    /// Before them when the answer only says back the question.
+    pub adds_nothing: &'static str,
+    /// Before them when the answer is a bare yes or no.
+    pub bare_verdict: &'static str,
+    /// Heads the quoted passages.
+    pub most_relevant: &'static str,
+    /// Instead of them when no note matched.
+    pub no_note: &'static str,
+}
+
+/// The answer lines for a question in `language` (`None`: English).
+pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
+    match language {
+        None => &AnswerLines {
+            no_answer: "The model wrote no answer.",
+            adds_nothing: "That answer adds nothing to the question.",
+            bare_verdict: "That answer is a bare yes or no; here is what the notes say.",
+            most_relevant: "The most relevant passages:",
+            no_note: "No note matched the question.",
+        },
+        Some(Language::Chinese) => &AnswerLines {
+            no_answer: "模型没有写出回答。",
+            adds_nothing: "这个回答没有在问题之外提供任何信息。",
+            bare_verdict: "这个回答只有“是”或“否”；以下是笔记中的内容。",
+            most_relevant: "最相关的段落：",
+            no_note: "没有与问题相符的笔记。",
+        },
+        Some(Language::Japanese) => &AnswerLines {
+            no_answer: "モデルは回答を書きませんでした。",
+            adds_nothing: "その回答は質問に何も付け加えていません。",
+            bare_verdict: "その回答は「はい」か「いいえ」だけです。ノートの内容は次のとおりです。",
+            most_relevant: "最も関連する箇所：",
+            no_note: "質問に合うノートはありませんでした。",
+        },
+        Some(Language::Korean) => &AnswerLines {
+            no_answer: "모델이 답변을 작성하지 않았습니다.",
+            adds_nothing: "그 답변은 질문에 아무것도 더하지 않습니다.",
+            bare_verdict: "그 답변은 예 또는 아니요뿐입니다. 노트의 내용은 다음과 같습니다.",
+            most_relevant: "가장 관련 있는 구절:",
+            no_note: "질문과 일치하는 노트가 없습니다.",
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +89,25 @@ mod tests {
                 "{sentence}"
             );
         }
+    }
+
+    #[test]
+    fn recall_writes_its_own_lines_in_the_question_s_language() {
+        let english = answer_lines(Language::of("How long are snapshots kept?"));
+        assert_eq!(english.most_relevant, "The most relevant passages:");
+        let chinese = answer_lines(Language::of("快照会保留多久？"));
+        for line in [
+            chinese.no_answer,
+            chinese.adds_nothing,
+            chinese.bare_verdict,
+            chinese.most_relevant,
+            chinese.no_note,
+        ] {
+            assert_eq!(Language::of(line), Some(Language::Chinese), "{line}");
+        }
+        let japanese = answer_lines(Some(Language::Japanese));
+        assert_eq!(Language::of(japanese.no_note), Some(Language::Japanese));
+        let korean = answer_lines(Some(Language::Korean));
+        assert_eq!(Language::of(korean.adds_nothing), Some(Language::Korean));
     }
 }

@@ -18,7 +18,7 @@ use super::cite::{OpeningSources, unattributed};
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::grammar::{ANSWER_GBNF, ROOT};
-use crate::language::NOTES_LACK_IT;
+use crate::language::{Language, NOTES_LACK_IT, answer_lines};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Sources, without_copied_headers};
@@ -88,17 +88,20 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Some(asked) if !notes_lack_it => support::adds(question, asked, &own),
             _ => Adds::Something,
         };
+        let language = Language::of(question);
+        let lines = answer_lines(language);
         let lead = match adds {
-            _ if answer.is_empty() => Some("The model wrote no answer."),
-            Adds::Nothing => Some("That answer adds nothing to the question."),
-            Adds::VerdictOnly => {
-                Some("That answer is a bare yes or no; here is what the notes say.")
-            }
+            _ if answer.is_empty() => Some(lines.no_answer),
+            Adds::Nothing => Some(lines.adds_nothing),
+            Adds::VerdictOnly => Some(lines.bare_verdict),
             Adds::Something => None,
         };
         if let Some(lead) = lead {
             let gap = if answer.is_empty() { "" } else { "\n\n" };
-            let quoted = format!("{lead} {}", quote_sources(sources));
+            // Chinese and Japanese sentences follow one another without a space.
+            let unspaced = matches!(language, Some(Language::Chinese | Language::Japanese));
+            let space = if unspaced { "" } else { " " };
+            let quoted = format!("{lead}{space}{}", quote_sources(sources, language));
             let _ = on_text(&format!("{gap}{quoted}"));
             answer.push_str(gap);
             let quote_at = answer.len();
@@ -251,11 +254,12 @@ fn without_calls(conversation: &[Message]) -> Vec<Message> {
 
 /// What the user gets when the model wrote no answer of its own: the best sources, quoted and
 /// numbered.
-pub(super) fn quote_sources(sources: &Sources) -> String {
+pub(super) fn quote_sources(sources: &Sources, language: Option<Language>) -> String {
+    let lines = answer_lines(language);
     if sources.list().is_empty() {
-        return "No note matched the question.".to_string();
+        return lines.no_note.to_string();
     }
-    let mut text = String::from("The most relevant passages:");
+    let mut text = String::from(lines.most_relevant);
     for source in sources.list().iter().take(3) {
         // The whole passage, not what the model was shown of it: the person reads the quote.
         let passage = markup::plain(&source.passage);

@@ -387,7 +387,10 @@ fn finish(
         sources, mut steps, ..
     } = gathered;
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
-        let quoted = format!("\n\n{}", quote_sources(&sources));
+        let quoted = format!(
+            "\n\n{}",
+            quote_sources(&sources, crate::language::Language::of(question))
+        );
         let _ = on_text(&quoted);
         quote_at = Some(answer.len() + 2);
         answer.push_str(&quoted);

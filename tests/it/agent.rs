@@ -762,6 +762,22 @@ fn an_empty_answer_quotes_the_best_sources_instead() {
     assert!(!turn.citations.is_empty());
 }
 
+/// A question in Japanese gets Recall's own lines in Japanese, around the note's own words.
+#[test]
+fn an_empty_answer_to_a_japanese_question_quotes_in_japanese() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new([""], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "東京タワーの高さは？");
+    assert!(turn.fallback);
+    assert!(
+        turn.answer
+            .starts_with("モデルは回答を書きませんでした。最も関連する箇所：\n[1] 日本語ノート"),
+        "{}",
+        turn.answer
+    );
+    assert!(turn.answer.contains("333メートル"), "{}", turn.answer);
+}
+
 /// "The answer is [2]." tells the reader nothing, and its number is a guess: the best sources
 /// are quoted after it, and they are the citations.
 #[test]
