@@ -14,8 +14,15 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::language::Language;
+
 /// Largest note file that is read; anything bigger is skipped (notes are text, not data dumps).
 pub const MAX_NOTE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Notes [`Vault::language`] reads at most.
+pub const LANGUAGE_SAMPLE_NOTES: usize = 64;
+/// Bytes of each note [`Vault::language`] reads at most.
+pub const LANGUAGE_SAMPLE_BYTES: usize = 4096;
 
 /// Platform constants the standard library does not name (the workspace denies `unsafe` and
 /// takes no `libc` for two numbers).
@@ -149,6 +156,29 @@ impl Vault {
             return None;
         }
         Some(parts.join("/"))
+    }
+
+    /// The language most of the vault's text is written in, when its script names it
+    /// ([`Language::of`] over a sample): up to [`LANGUAGE_SAMPLE_NOTES`] notes spread over the
+    /// vault, the first [`LANGUAGE_SAMPLE_BYTES`] of each. `None` for a vault in English or
+    /// another Latin-script language, or one with no readable note. Reads a few hundred
+    /// kilobytes at most, so a caller choosing an embedding model can afford it at start.
+    pub fn language(&self) -> Option<Language> {
+        let notes = self.walk().notes;
+        let step = notes.len().div_ceil(LANGUAGE_SAMPLE_NOTES).max(1);
+        let mut sample = String::new();
+        for note in notes.iter().step_by(step) {
+            let Ok(text) = self.read_note(&note.rel) else {
+                continue;
+            };
+            let mut end = text.len().min(LANGUAGE_SAMPLE_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            sample.push_str(&text[..end]);
+            sample.push('\n');
+        }
+        Language::of(&sample)
     }
 
     /// Walks the whole vault.
@@ -479,6 +509,38 @@ mod tests {
                 "My Vault"
             );
         }
+    }
+
+    #[test]
+    fn a_vault_written_mostly_in_chinese_says_so_one_in_english_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "a.md",
+            "# Sync\nObsidian Sync keeps your notes in step across devices.",
+        );
+        write("b.md", "Snapshots are kept for a year.");
+        let vault = Vault::open(dir.path()).unwrap();
+        assert_eq!(vault.language(), None);
+
+        // Chinese notes with English names among them (Obsidian, Markdown) are Chinese.
+        write(
+            "同步/快照.md",
+            "# 快照\nObsidian Sync 会保留笔记的快照，标准版保留一个月。",
+        );
+        write(
+            "同步/设置.md",
+            "在设置中打开 Markdown 编辑器，然后选择同步的文件夹和文件类型。",
+        );
+        write(
+            "同步/常见问题.md",
+            "同步的文件大小上限是多少？标准版为五兆字节，增强版更大。",
+        );
+        assert_eq!(vault.language(), Some(Language::Chinese));
     }
 
     #[test]

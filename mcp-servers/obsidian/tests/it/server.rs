@@ -70,6 +70,25 @@ async fn search_ranks_and_filters() {
     assert_eq!(structured(&r)["hits"][0]["uri"], "note://日本語ノート");
     let r = call(&c, "search_notes", json!({"query": "富士山"})).await;
     assert_eq!(structured(&r)["hits"][0]["uri"], "note://日本語ノート");
+    // Korean and Chinese questions, as a person types them, find their note and its passage.
+    let r = call(
+        &c,
+        "search_notes",
+        json!({"query": "김치찌개에 두부는 언제 넣나요?"}),
+    )
+    .await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["uri"], "note://한국어 노트", "{hit}");
+    assert_eq!(
+        hit["heading_path"],
+        json!(["한국어 노트", "김치찌개"]),
+        "{hit}"
+    );
+    assert!(hit["passage"].as_str().unwrap().contains("5분"), "{hit}");
+    let r = call(&c, "search_notes", json!({"query": "泡绿茶用多少度的水？"})).await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["uri"], "note://中文笔记", "{hit}");
+    assert!(hit["passage"].as_str().unwrap().contains("八十度"), "{hit}");
     let r = call(&c, "search_notes", json!({"query": "launching rockets"})).await;
     assert_eq!(structured(&r)["hits"][0]["uri"], "note://🚀 Launch");
 
@@ -170,7 +189,7 @@ async fn list_notes_pages_stably() {
             "{gone} listed: {all:?}"
         );
     }
-    assert_eq!(all.len(), 18, "{all:?}");
+    assert_eq!(all.len(), 20, "{all:?}");
 
     let s = structured(
         &call(
@@ -441,6 +460,10 @@ async fn tags_follow_obsidian_rules() {
         "callout-tag",
         "日本語",
         "旅行",
+        "한국어",
+        "요리",
+        "中文",
+        "茶",
         "🚀launch",
         "space",
         "coffee",
@@ -492,11 +515,11 @@ async fn resources_list_read_and_template() {
     let c = connect(&fx).await;
     let all = c.list_all_resources().await.unwrap();
     // The status first, then every note.
-    assert_eq!(all.len(), 1 + 18);
+    assert_eq!(all.len(), 1 + 20);
     assert_eq!(all[0].uri, "obsidian-kb://status");
     assert_eq!(all[0].mime_type.as_deref(), Some("application/json"));
     let status = status(&c).await;
-    assert_eq!(status["notes"], 18);
+    assert_eq!(status["notes"], 20);
     assert_eq!(status["vault_available"], true);
     assert_eq!(status["ranking"], "lexical");
     assert_eq!(
