@@ -89,8 +89,10 @@ fn load_model_until(args: &ModelArgs, cancel: &CancellationToken) -> Result<Engi
 const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The bundled vault server's embedding model: the one asked for (fetched from the hub if
-/// need be), else the default file in a local models folder when there is one, else none
-/// (search by words alone).
+/// need be), else the best file in a local models folder for the language of the vault's
+/// notes (multilingual for a vault in Chinese, Japanese or Korean), else none (search by
+/// words alone). A CJK vault without the multilingual model gets a line saying how to fetch
+/// it: its questions are searched by words meanwhile.
 fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
     if args.no_embeddings {
         return Ok(None);
@@ -99,10 +101,28 @@ fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
         let progress = std::io::stderr().is_terminal();
         return catalog::resolve_embedding_model(name, progress).map(Some);
     }
-    Ok(catalog::local_model_dirs()
-        .into_iter()
-        .map(|dir| dir.join(catalog::DEFAULT_EMBEDDING_MODEL_FILE))
-        .find(|p| p.is_file()))
+    let language = args
+        .vault
+        .as_deref()
+        .and_then(|vault| obsidian_kb::Vault::open(vault).ok())
+        .and_then(|vault| vault.language());
+    let files = catalog::default_embedding_model_files(language);
+    let found = files.iter().find_map(|file| {
+        catalog::local_model_dirs()
+            .into_iter()
+            .map(|dir| dir.join(file))
+            .find(|p| p.is_file())
+    });
+    if let Some(language) = language
+        && found.as_deref().is_none_or(|p| !p.ends_with(files[0]))
+    {
+        eprintln!(
+            "recall: this vault is written in {}; scripts/fetch-multilingual-embedding-model \
+             fetches a model that searches it by meaning (until then, by words)",
+            language.name()
+        );
+    }
+    Ok(found)
 }
 
 /// Starts every configured tool server (concurrently) on a fresh runtime.

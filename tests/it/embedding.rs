@@ -169,3 +169,51 @@ fn a_command_that_cannot_wait_answers_by_words_and_says_so() {
     let report = json(&out);
     assert!(!retrieved(&report).is_empty(), "{report:#}");
 }
+
+/// With no `--embedding-model`, the vault's own text chooses: a vault written in Chinese is
+/// embedded by the multilingual model, an English one by all-MiniLM (as good in English and
+/// twice as fast). Both from the models folder, as scripts/setup leaves them.
+#[test]
+fn the_default_embedding_model_follows_the_language_of_the_vault() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("笔记");
+    std::fs::create_dir_all(vault.join("同步")).unwrap();
+    for (name, body) in [
+        (
+            "同步/快照.md",
+            "# 快照\n同步会保留笔记的快照，标准版保留一个月，增强版保留一年。",
+        ),
+        (
+            "同步/设置.md",
+            "# 设置\n在设置中选择要同步的文件夹和文件类型，然后登录账户。",
+        ),
+        (
+            "绿茶.md",
+            "# 绿茶\n泡绿茶的水温是八十度，不要用沸水。每次冲泡两分钟。",
+        ),
+    ] {
+        std::fs::write(vault.join(name), body).unwrap();
+    }
+    let index = |vault: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(["index", "--json", "--vault", vault])
+            .env_remove("RECALL_VAULT")
+            .env_remove("RECALL_EMBEDDING_MODEL")
+            .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .expect("recall runs");
+        (json(&out), text(&out.stderr))
+    };
+    let (chinese, stderr) = index(vault.to_str().unwrap());
+    assert_eq!(
+        chinese["model"], "multilingual-e5-small.gguf",
+        "{chinese} {stderr}"
+    );
+    assert_eq!(chinese["notes"], 3, "{chinese}");
+    assert!(!stderr.contains("fetch-multilingual"), "{stderr}");
+    let sample_vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
+    let (english, _) = index(sample_vault.to_str().unwrap());
+    assert_eq!(english["model"], "all-MiniLM-L6-v2.gguf", "{english}");
+}

@@ -45,10 +45,24 @@ const PARAPHRASES: &[(&str, &str, &str)] = &[
 ];
 
 fn model() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/all-MiniLM-L6-v2.gguf");
+    models_file("all-MiniLM-L6-v2.gguf", "scripts/fetch-embedding-model")
+}
+
+/// multilingual-e5-small, as `scripts/fetch-multilingual-embedding-model` makes it.
+fn multilingual_model() -> PathBuf {
+    models_file(
+        "multilingual-e5-small.gguf",
+        "scripts/fetch-multilingual-embedding-model",
+    )
+}
+
+fn models_file(name: &str, fetched_by: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models")
+        .join(name);
     assert!(
         path.is_file(),
-        "{} is missing: run scripts/fetch-embedding-model",
+        "{} is missing: run {fetched_by} (scripts/setup does)",
         path.display()
     );
     path
@@ -292,6 +306,38 @@ async fn a_query_in_a_language_the_model_does_not_cover_is_ranked_by_words_alone
     let japanese = search(&c, "東京タワーの高さは？").await;
     assert_eq!(japanese["ranking"], "lexical", "{japanese:?}");
     assert_eq!(hit_uris(&japanese)[0], "note://Travel/東京", "{japanese:?}");
+    c.cancel().await.unwrap();
+}
+
+/// multilingual-e5-small (converted from two PyPI packages, loaded by the vendored llama.cpp)
+/// covers Chinese, Japanese and Korean: their questions are fused with the ranking by meaning,
+/// which finds an English note that shares no word with them.
+#[tokio::test]
+async fn a_multilingual_model_finds_a_note_asked_about_in_another_language() {
+    let setup = Setup::new();
+    let c = setup.start(0, Some(&multilingual_model())).await;
+    for (question, uri) in [
+        ("晚上怎样才能睡得更好？", "note://Health/Sleep"),
+        (
+            "海外旅行には何を持っていけばいいですか？",
+            "note://Travel/Packing",
+        ),
+        ("한 달 월세는 얼마인가요?", "note://Money/Budget"),
+    ] {
+        let out = search(&c, question).await;
+        assert_eq!(out["ranking"], "hybrid", "{question}: {out:?}");
+        let hits = out["hits"].as_array().unwrap();
+        let hit = hits
+            .iter()
+            .find(|h| h["uri"] == uri)
+            .unwrap_or_else(|| panic!("{question}: {uri} not in the top 3: {out:?}"));
+        assert_eq!(hit["matched"], "meaning", "{question}: {hit}");
+    }
+    let status = status(&c).await;
+    assert_eq!(
+        status["embedding"]["model"], "multilingual-e5-small.gguf",
+        "{status}"
+    );
     c.cancel().await.unwrap();
 }
 
