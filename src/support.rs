@@ -13,15 +13,16 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
 
+use obsidian_kb::language::Language;
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
 /// Evidence below which the check has no opinion: two terms that only one source holds.
 const MIN_EVIDENCE: f32 = 2.0;
 
-/// Terms of its own that make a text a claim a source should stand behind
+/// Words of its own ([`words_in`]) that make a text a claim a source should stand behind
 /// ([`states_something`]): more than a lead-in's `follow` and `step`.
-const MIN_CLAIM_TERMS: usize = 3;
+const MIN_CLAIM_WORDS: f32 = 3.0;
 
 /// A cited source is borne out when it holds at least this share of the best source's evidence,
 /// or [`MIN_EVIDENCE`] itself.
@@ -118,9 +119,17 @@ pub enum Adds {
 /// holds is no verdict. The agent takes out the source headers an answer copied before asking
 /// ([`crate::sources::without_copied_headers`]).
 pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
+    // A Chinese, Japanese or Korean yes or no stands as a clause of its own ("是的，…",
+    // "いいえ、…", "네, …"): `\b` is a Unicode word boundary, so `不` inside `不要` or `できます`
+    // ending a sentence is no verdict.
     static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:yes|no|not|never|none|nothing|cannot|\w*n['’]t)\b")
-            .expect("valid regex")
+        Regex::new(
+            r"(?ix)\b(?:yes|no|not|never|none|nothing|cannot|\w*n['’]t
+                |是的?|对|不|不是|可以|不可以|能|不能|不会|没有|无法|不行
+                |はい|いいえ|できます|できません
+                |네|예|아니요|아니오|아뇨)\b",
+        )
+        .expect("valid regex")
     });
     let verdicts = |text: &str| -> HashSet<String> {
         VERDICT
@@ -130,19 +139,30 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     };
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
-    let own = own_terms(&mut Tokenizer::default(), asked, answer).len();
-    match (gives_verdict, own) {
-        (false, 0) => Adds::Nothing,
-        (true, own) if own < MIN_CLAIM_TERMS => Adds::VerdictOnly,
+    let own = own_terms(&mut Tokenizer::default(), asked, answer);
+    match (gives_verdict, own.is_empty()) {
+        (false, true) => Adds::Nothing,
+        (true, _) if words_in(&own) < MIN_CLAIM_WORDS => Adds::VerdictOnly,
         _ => Adds::Something,
     }
 }
 
-/// True when `text` states something of its own: at least [`MIN_CLAIM_TERMS`] terms that
+/// About how many words `terms` stand for: a Chinese, Japanese or Korean run of n characters
+/// is read as n - 1 bigrams, and a word of those languages is about two characters, so a
+/// bigram counts half. Otherwise a Korean "아니요, 없습니다" (no, there is none) would be a
+/// claim of three terms.
+fn words_in(terms: &[String]) -> f32 {
+    terms
+        .iter()
+        .map(|t| if Language::of(t).is_some() { 0.5 } else { 1.0 })
+        .sum()
+}
+
+/// True when `text` states something of its own: at least [`MIN_CLAIM_WORDS`] words that
 /// `asked` (the instruction the question stands in) lacks. A lead-in ("To update them, follow
 /// these steps:") does not; a sentence with the answer's facts does.
 pub fn states_something(asked: &str, text: &str) -> bool {
-    own_terms(&mut Tokenizer::default(), asked, text).len() >= MIN_CLAIM_TERMS
+    words_in(&own_terms(&mut Tokenizer::default(), asked, text)) >= MIN_CLAIM_WORDS
 }
 
 /// How a text's terms stand to what was asked (see [`overlap`]).
@@ -351,6 +371,53 @@ mod tests {
             "No, files over 5 MB stay on your device [1].",
         ] {
             assert_eq!(adds(something), Adds::Something, "{something}");
+        }
+    }
+
+    /// A Chinese, Japanese or Korean yes or no is a verdict as an English one is; the same
+    /// characters inside a word are not.
+    #[test]
+    fn what_an_answer_adds_to_a_question_in_chinese_japanese_or_korean() {
+        let cases = [
+            (
+                "标准版可以上传这个文件吗？",
+                [
+                    ("标准版可以上传这个文件 [1]。", Adds::Nothing),
+                    ("是的，标准版可以上传这个文件 [1]。", Adds::VerdictOnly),
+                    ("不能，标准版不可以上传这个文件。", Adds::VerdictOnly),
+                    ("不能，超过五兆字节的文件不会同步 [1]。", Adds::Something),
+                ],
+            ),
+            (
+                "ノートをPDFに書き出せますか？",
+                [
+                    ("ノートをPDFに書き出せます [1]。", Adds::Nothing),
+                    ("はい、ノートをPDFに書き出せます [1]。", Adds::VerdictOnly),
+                    ("いいえ、書き出せません。", Adds::VerdictOnly),
+                    (
+                        "コマンドパレットで「PDFにエクスポート」を選びます [1]。",
+                        Adds::Something,
+                    ),
+                ],
+            ),
+            (
+                "노트를 PDF로 내보낼 수 있나요?",
+                [
+                    ("노트를 PDF로 내보낼 수 있나요 [1]", Adds::Nothing),
+                    ("네, 노트를 PDF로 내보낼 수 있어요 [1].", Adds::VerdictOnly),
+                    ("아니요, 내보낼 수 없습니다.", Adds::VerdictOnly),
+                    (
+                        "명령 팔레트에서 PDF로 내보내기를 선택하세요 [1].",
+                        Adds::Something,
+                    ),
+                ],
+            ),
+        ];
+        for (question, answers) in cases {
+            let asked = format!("Answer this question from the numbered sources above: {question}");
+            for (answer, want) in answers {
+                assert_eq!(adds(question, &asked, answer), want, "{answer}");
+            }
         }
     }
 

@@ -778,6 +778,57 @@ fn an_empty_answer_to_a_japanese_question_quotes_in_japanese() {
     assert!(turn.answer.contains("333メートル"), "{}", turn.answer);
 }
 
+/// A Korean question finds the Korean note by its words; the answer step asks for Korean, and
+/// a Korean answer's citation stands on the note's words.
+#[test]
+fn a_korean_question_is_answered_in_korean_from_the_korean_note() {
+    let rig = rig(&fixture_vault());
+    let answer = "마지막 5분에 넣습니다 [1].";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "김치찌개에 두부는 언제 넣나요?",
+    );
+    let prompt = &model.prompts[0];
+    assert!(prompt.contains("[1] 한국어 노트 › 김치찌개"), "{prompt}");
+    assert!(prompt.contains("written in Korean"), "{prompt}");
+    assert!(!turn.fallback, "{}", turn.answer);
+    assert_eq!(turn.answer, answer);
+    let cited: Vec<&str> = turn
+        .citations
+        .iter()
+        .filter(|c| c.cited)
+        .map(|c| c.uri.as_str())
+        .collect();
+    assert_eq!(cited, ["note://한국어 노트"], "{:?}", turn.citations);
+}
+
+/// "不可以" (no) with only the question's words is a bare verdict in Chinese as "No" is in
+/// English: the reader gets it, then what the notes say, under Chinese lines.
+#[test]
+fn a_bare_chinese_no_gets_the_best_sources_quoted_in_chinese() {
+    let rig = rig(&fixture_vault());
+    let question = "泡绿茶可以用沸水吗？";
+    let mut model = ScriptedModel::new(["不可以，泡绿茶不可以用沸水 [1]。"], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(turn.fallback, "{}", turn.answer);
+    assert!(
+        turn.answer
+            .contains("这个回答只有“是”或“否”；以下是笔记中的内容。最相关的段落：\n[1] 中文笔记"),
+        "{}",
+        turn.answer
+    );
+    assert!(turn.answer.contains("八十度"), "{}", turn.answer);
+
+    // With the note's own fact, the same "no" is an answer.
+    let answer = "不可以，水温应该是八十度 [1]。";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(!turn.fallback, "{}", turn.answer);
+    assert_eq!(turn.answer, answer);
+}
+
 /// "The answer is [2]." tells the reader nothing, and its number is a guess: the best sources
 /// are quoted after it, and they are the citations.
 #[test]
