@@ -5,10 +5,10 @@
 //! part of a vault ranked worse than words alone), and embeds in the background at idle
 //! priority, so it never slows the model. [`prepare`] watches that: `recall index` waits for
 //! all of it; a model command waits only when the server expects to be done within
-//! `--embedding-wait` (default 60 s), with the same progress bar, and otherwise answers by
-//! words at once and says so ([`say`]). About a minute is worth waiting for answers as good
-//! as the steady state's (a vault of a few hundred notes on 2 cores); a cold vault of
-//! thousands of notes is not.
+//! `--embedding-wait` (default 60 s), or when a few dozen passages are left (waited for up to
+//! that bound), with the same progress bar, and otherwise answers by words at once and says
+//! so ([`say`]). About a minute is worth waiting for answers as good as the steady state's (a
+//! vault of a few hundred notes on 2 cores); a cold vault of thousands of notes is not.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -25,6 +25,13 @@ const LOADING_BOUND: Duration = Duration::from_secs(20);
 /// How long a model command waits for the server's first estimate of the time left (one
 /// batch of passages).
 const ESTIMATE_BOUND: Duration = Duration::from_secs(10);
+/// Passages left that a model command waits for (up to its bound) before the server has an
+/// estimate: a few of the server's 16-passage batches, seconds of work on 2 cores. Without
+/// an estimate a large rest is not waited for, but the estimate of a small one comes only
+/// when it is nearly done, and on a busy machine (the embedder runs at idle priority) the
+/// first batch can take longer than [`ESTIMATE_BOUND`]: a person's first question on a small
+/// vault was then answered by words.
+const SMALL_REST: usize = 64;
 /// How often the status is read.
 const POLL: Duration = Duration::from_millis(200);
 
@@ -116,7 +123,10 @@ pub fn prepare(
                 (None, Some(bound), Some(eta)) if Duration::from_secs(eta) <= bound => {
                     bar = Some(EmbeddingBar::start(&embedding));
                 }
-                (None, Some(_), None) if waited < ESTIMATE_BOUND => {}
+                (None, Some(bound), None)
+                    if waited < ESTIMATE_BOUND
+                        || (embedding.total.saturating_sub(embedding.passages) <= SMALL_REST
+                            && waited < bound) => {}
                 (None, Some(_), _) => return Ok(Readiness::Pending(embedding)),
             },
         }
