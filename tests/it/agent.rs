@@ -81,6 +81,15 @@ fn ipython_messages(conversation: &[Message]) -> Vec<&str> {
         .collect()
 }
 
+/// The URIs of the sources an answer cites, in citation order.
+fn cited_uris(turn: &Turn) -> Vec<&str> {
+    turn.citations
+        .iter()
+        .filter(|c| c.cited)
+        .map(|c| c.uri.as_str())
+        .collect()
+}
+
 fn call_names(turn: &Turn) -> Vec<&str> {
     turn.steps
         .iter()
@@ -426,12 +435,7 @@ fn an_unmarked_opening_before_copied_sources_is_attributed() {
         "{asked}"
     );
     assert_eq!(turn.answer, answer);
-    let cited: Vec<&str> = turn
-        .citations
-        .iter()
-        .filter(|c| c.cited)
-        .map(|c| c.uri.as_str())
-        .collect();
+    let cited = cited_uris(&turn);
     assert!(
         cited.contains(&"note://Projects/Alpha"),
         "{:?}",
@@ -795,12 +799,7 @@ fn a_korean_question_is_answered_in_korean_from_the_korean_note() {
     assert!(prompt.contains("written in Korean"), "{prompt}");
     assert!(!turn.fallback, "{}", turn.answer);
     assert_eq!(turn.answer, answer);
-    let cited: Vec<&str> = turn
-        .citations
-        .iter()
-        .filter(|c| c.cited)
-        .map(|c| c.uri.as_str())
-        .collect();
+    let cited = cited_uris(&turn);
     assert_eq!(cited, ["note://한국어 노트"], "{:?}", turn.citations);
 }
 
