@@ -51,7 +51,7 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 0)]
     pub gpu_layers: u32,
     /// CPU threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, env = "RECALL_THREADS")]
     pub threads: Option<i32>,
     /// Context size in tokens (default: the model's trained context, at most 8192).
     #[arg(long)]
