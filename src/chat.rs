@@ -189,23 +189,15 @@ impl Repl<'_, '_> {
         Ok(())
     }
 
-    /// Folds the oldest turns into recap lines until the next decision prompt, with its tool
-    /// schemas and the question, leaves room for the replies; returns how many were folded.
+    /// Folds the oldest turns into recap lines (see [`fit_context`]).
     fn fit_context(&mut self, question: &str) -> usize {
-        let tools = self.bench.manager.tools();
-        let template = &self.bench.template;
-        let session = &*self.session;
-        let limit = session
-            .context_size()
-            .saturating_sub(self.agent.answer_tokens() + TURN_RESERVE);
-        drop_oldest_turns(&mut self.conversation, |messages| {
-            let mut next = messages.to_vec();
-            next.push(Message::user(question));
-            // A prompt that cannot render is the turn's error to report, not a reason to drop.
-            template
-                .decision(&next, &tools)
-                .map_or(true, |prompt| session.count_tokens(&prompt.text) <= limit)
-        })
+        fit_context(
+            self.bench,
+            self.session,
+            self.agent.answer_tokens(),
+            &mut self.conversation,
+            question,
+        )
     }
 
     fn print_tools(&self) -> Result<()> {
@@ -286,6 +278,32 @@ fn parse_line(line: &str) -> Line<'_> {
         "help" | "?" => Line::Help,
         _ => Line::Unknown(line.split_whitespace().next().unwrap_or(line)),
     }
+}
+
+/// Folds the oldest turns of `conversation` into recap lines until the next decision prompt,
+/// with its tool schemas and `question`, leaves room for an answer of `answer_tokens` and the
+/// turn's tool results; returns how many turns were folded. `serve` keeps the histories its
+/// clients send the same way.
+pub fn fit_context(
+    bench: &Workbench,
+    session: &Session<'_>,
+    answer_tokens: usize,
+    conversation: &mut Vec<Message>,
+    question: &str,
+) -> usize {
+    let tools = bench.manager.tools();
+    let template = &bench.template;
+    let limit = session
+        .context_size()
+        .saturating_sub(answer_tokens + TURN_RESERVE);
+    drop_oldest_turns(conversation, |messages| {
+        let mut next = messages.to_vec();
+        next.push(Message::user(question));
+        // A prompt that cannot render is the turn's error to report, not a reason to drop.
+        template
+            .decision(&next, &tools)
+            .map_or(true, |prompt| session.count_tokens(&prompt.text) <= limit)
+    })
 }
 
 /// Heads the recap of dropped turns inside the system message.

@@ -177,6 +177,33 @@ pub struct RunArgs {
     pub cache: PromptCacheArgs,
 }
 
+/// Where and for whom `recall serve` listens.
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// The address to listen on; anything but loopback needs --api-key.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (7322: R-E-C-A on a phone's keypad).
+    #[arg(long, default_value_t = 7322)]
+    pub port: u16,
+    /// Every request must send `Authorization: Bearer KEY`. Prefer the environment variable:
+    /// a command line shows in the process list.
+    #[arg(
+        long,
+        env = "RECALL_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub api_key: Option<String>,
+    /// Also allow browser requests from this origin (e.g. https://chat.example.org); Obsidian
+    /// (app://obsidian.md, capacitor://localhost) and http://localhost pages always may.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Requests that may wait while one is answered; more get 429 and Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub queue: usize,
+}
+
 /// The deck of saved quiz items (`quiz --save`, `review`).
 #[derive(Debug, Args, Clone)]
 pub struct DeckArgs {
@@ -250,6 +277,14 @@ pub enum Command {
         now: Option<chrono::DateTime<chrono::Utc>>,
         #[command(flatten)]
         deck: DeckArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Serve the vault agent over an OpenAI-compatible HTTP API (/v1/chat/completions,
+    /// streaming; /v1/models), for Obsidian chat plugins and Open WebUI.
+    Serve {
+        #[command(flatten)]
+        serve: ServeArgs,
         #[command(flatten)]
         run: RunArgs,
     },

@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod parse;
 pub mod prompt;
 pub mod report;
+pub mod serve;
 pub mod session;
 pub mod sources;
 pub mod study;
@@ -107,6 +108,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 limit,
             },
         ),
+        Command::Serve { serve, run } => serve::serve(&global, &run, &serve),
         Command::Index { servers } => commands::index(&global, &servers),
         Command::Tools { servers } => commands::tools(&global, &servers),
         Command::Call {

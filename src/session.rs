@@ -362,29 +362,78 @@ pub fn stream_to_stdout(enabled: bool) -> impl FnMut(&str) -> ControlFlow<()> {
     }
 }
 
+/// The line above the sources an answer cites.
+pub const CITED_HEADING: &str = "Sources:";
+/// The line above the sources an answer was given when it cites none of them.
+pub const GIVEN_HEADING: &str = "Sources given (the answer cites none of them):";
+
+/// The heading over `citations`, none when there are none.
+fn citations_heading(citations: &[Citation]) -> Option<&'static str> {
+    let first = citations.first()?;
+    Some(if first.cited {
+        CITED_HEADING
+    } else {
+        GIVEN_HEADING
+    })
+}
+
+/// What the evidence check did to a source's number, said in a parenthesis; none if nothing.
+fn replaced_note(citation: &Citation) -> Option<String> {
+    if citation.replaces.is_empty() {
+        return None;
+    }
+    let written: Vec<String> = citation.replaces.iter().map(|n| format!("[{n}]")).collect();
+    Some(format!(
+        "(the answer wrote {}; its words come from this source)",
+        written.join(", ")
+    ))
+}
+
 /// The sources after an answer: the ones it cites, or, when it cites none, the ones it was
 /// given, said as such.
 pub fn print_citations(out: &mut impl Write, citations: &[Citation]) -> std::io::Result<()> {
-    let Some(first) = citations.first() else {
+    let Some(heading) = citations_heading(citations) else {
         return Ok(());
     };
-    if first.cited {
-        writeln!(out, "\nSources:")?;
-    } else {
-        writeln!(out, "\nSources given (the answer cites none of them):")?;
-    }
+    writeln!(out, "\n{heading}")?;
     for c in citations {
         writeln!(out, "[{}] {}\n    {}", c.number, c.label(), c.link)?;
-        if !c.replaces.is_empty() {
-            let written: Vec<String> = c.replaces.iter().map(|n| format!("[{n}]")).collect();
-            writeln!(
-                out,
-                "    (the answer wrote {}; its words come from this source)",
-                written.join(", ")
-            )?;
+        if let Some(note) = replaced_note(c) {
+            writeln!(out, "    {note}")?;
         }
     }
     Ok(())
+}
+
+/// The same sources as Markdown, to follow an answer where it is rendered (`recall serve`):
+/// a blank line, the heading, then `- [n] [Title › Heading](obsidian://…)` per source. Empty
+/// when there are none.
+pub fn citations_markdown(citations: &[Citation]) -> String {
+    let Some(heading) = citations_heading(citations) else {
+        return String::new();
+    };
+    let mut text = format!("\n\n{heading}\n");
+    for c in citations {
+        // Brackets in a title would end the link text; the destination goes in <…>, so that
+        // parentheses in a note's name cannot end it.
+        let label = c.label().replace('[', "\\[").replace(']', "\\]");
+        text.push_str(&format!("- [{}] [{label}](<{}>)", c.number, c.link));
+        if let Some(note) = replaced_note(c) {
+            text.push_str(&format!(" {note}"));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// `text` without the sources [`citations_markdown`] put after it: a client sends earlier
+/// answers back as chat history, and the model need not read their links again.
+pub fn without_citations_markdown(text: &str) -> &str {
+    [CITED_HEADING, GIVEN_HEADING]
+        .iter()
+        .filter_map(|heading| text.rfind(&format!("\n\n{heading}\n- [")))
+        .max()
+        .map_or(text, |at| &text[..at])
 }
 
 /// Approval of calls to servers not marked read-only: `--yes`, a terminal prompt, or refusal.

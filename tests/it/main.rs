@@ -18,5 +18,6 @@ mod parse;
 mod prompt;
 mod prompt_cache;
 mod review;
+mod serve;
 mod study;
 mod tidy;

@@ -1,0 +1,743 @@
+//! The HTTP face of `recall serve`: routes, who may call (origin, API key), and how a request
+//! becomes a [`Job`] for the model's one worker and its events become an OpenAI reply, whole or
+//! streamed. It never touches the model: the worker (`serve/mod.rs`) does.
+//!
+//! Layers, outermost first: the origin check (a browser page of an origin not allowed is refused
+//! outright, not merely left without CORS headers: a simple POST needs no preflight), CORS
+//! (tower-http; preflights are answered there, before the key is asked for, as browsers send
+//! none with them), the body bound, then the API key.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::openai::{
+    ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta, ErrorBody, ErrorDetail,
+    MODEL_ID, Model, ModelList, ResponseMessage,
+};
+use super::{Finished, Job, JobError, JobEvent, JobRequest};
+
+/// The largest request body taken: a long chat's history is tens of kilobytes; this is room
+/// for far more than any context holds.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How often an idle stream sends a comment line: a client that has gone away is noticed
+/// (the write fails) and its turn stopped, even while the model is still reading the prompt.
+const STREAM_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
+/// Who may call: the API key asked for (if any) and the origins allowed besides the built-in
+/// ones.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// Every request must carry `Authorization: Bearer KEY`.
+    pub api_key: Option<String>,
+    /// Origins allowed besides Obsidian's and loopback's (`--allow-origin`).
+    pub extra_origins: Vec<String>,
+}
+
+impl Access {
+    /// True for a browser origin that may call: Obsidian on the desktop (`app://obsidian.md`)
+    /// and on mobile (`capacitor://localhost`), a page on this machine (`http://localhost`,
+    /// `127.0.0.1` or `[::1]`, any port), and the ones named by `--allow-origin`.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        if matches!(origin, "app://obsidian.md" | "capacitor://localhost")
+            || self.extra_origins.iter().any(|o| o == origin)
+        {
+            return true;
+        }
+        let Some(host_port) = origin.strip_prefix("http://") else {
+            return false;
+        };
+        let host = match host_port.rsplit_once(':') {
+            Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
+                host
+            }
+            _ => host_port,
+        };
+        host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// True when `headers` carry the key, or none is asked for. The comparison takes as long
+    /// whatever the first wrong byte (a key guessed byte by byte over the network).
+    fn authorizes(&self, headers: &HeaderMap) -> bool {
+        let Some(key) = &self.api_key else {
+            return true;
+        };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        given.len() == key.len()
+            && given
+                .bytes()
+                .zip(key.bytes())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The worker's queue; its capacity is `--queue`.
+    pub jobs: mpsc::Sender<Job>,
+    pub access: Arc<Access>,
+    /// Unix seconds when the server started (the model's `created`).
+    pub started: i64,
+    /// Numbers requests, for ids and the log.
+    pub next_request: Arc<AtomicU64>,
+    /// How long the last turn took, in milliseconds (0: none yet); a full queue's Retry-After
+    /// is reckoned from it.
+    pub last_turn_ms: Arc<AtomicU64>,
+    /// The Ctrl-C token: every job's token is its child.
+    pub shutdown: CancellationToken,
+}
+
+/// The router: `/v1/models`, `/v1/models/recall`, `/v1/chat/completions`, behind the layers
+/// the module's doc lists.
+pub fn router(state: AppState) -> Router {
+    let access = state.access.clone();
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::predicate(
+            move |origin: &HeaderValue, _| origin.to_str().is_ok_and(|o| access.allows_origin(o)),
+        ))
+        .allow_methods([Method::GET, Method::POST])
+        // OpenAI's JavaScript SDK sends headers of its own (x-stainless-…): take what is asked.
+        .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
+        .max_age(Duration::from_secs(600));
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/v1/chat/completions", post(chat_completions))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(cors)
+        .layer(middleware::from_fn_with_state(state.clone(), check_origin))
+        .with_state(state)
+}
+
+/// An OpenAI-shaped error reply.
+fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Response {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            message: message.into(),
+            kind,
+            param: None,
+            code: None,
+        },
+    };
+    (status, Json(body)).into_response()
+}
+
+async fn check_origin(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !state.access.allows_origin(origin) {
+            return error(
+                StatusCode::FORBIDDEN,
+                "invalid_request_error",
+                format!(
+                    "requests from the origin {origin:?} are not allowed; start recall serve \
+                     with --allow-origin {origin} to allow them"
+                ),
+            );
+        }
+    }
+    next.run(request).await
+}
+
+async fn authorize(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if !state.access.authorizes(request.headers()) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "missing or wrong API key: send the key recall serve was started with as \
+             `Authorization: Bearer KEY`",
+        );
+    }
+    next.run(request).await
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!(
+            "no route {method} {uri}: recall serve answers GET /v1/models and POST \
+             /v1/chat/completions"
+        ),
+    )
+}
+
+async fn models(State(state): State<AppState>) -> Json<ModelList> {
+    Json(ModelList {
+        object: "list",
+        data: vec![Model::recall(state.started)],
+    })
+}
+
+async fn model(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    if id == MODEL_ID {
+        Json(Model::recall(state.started)).into_response()
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("no model {id:?}: recall serve offers one model, {MODEL_ID:?}"),
+        )
+    }
+}
+
+async fn chat_completions(
+    State(state): State<AppState>,
+    request: Result<Json<ChatRequest>, JsonRejection>,
+) -> Response {
+    let request = match request {
+        Ok(Json(request)) => request,
+        Err(rejection) => {
+            return error(
+                rejection.status(),
+                "invalid_request_error",
+                rejection.body_text(),
+            );
+        }
+    };
+    let job_request = match JobRequest::from_openai(&request) {
+        Ok(job_request) => job_request,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
+    };
+    let number = state.next_request.fetch_add(1, Ordering::Relaxed) + 1;
+    let cancel = state.shutdown.child_token();
+    let (events, received) = mpsc::unbounded_channel();
+    let job = Job {
+        number,
+        request: job_request,
+        cancel: cancel.clone(),
+        events,
+    };
+    match state.jobs.try_send(job) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            let waiting = state.jobs.max_capacity() as u64 + 1;
+            let last = state.last_turn_ms.load(Ordering::Relaxed).max(1000);
+            let seconds = (waiting * last).div_ceil(1000);
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!(
+                    "recall serve answers one question at a time and {} are waiting; try again \
+                     in about {seconds} s",
+                    waiting - 1
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            return response;
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => return stopping(),
+    }
+    let reply = Reply {
+        id: format!("chatcmpl-recall-{}-{number}", state.started),
+        created: chrono::Utc::now().timestamp(),
+        received,
+        // Dropped with the handler or the stream: a client that goes away stops its turn.
+        client: cancel.drop_guard(),
+    };
+    if request.stream {
+        reply.stream().into_response()
+    } else {
+        reply.whole().await
+    }
+}
+
+fn stopping() -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "server_error",
+        "recall serve is stopping",
+    )
+}
+
+/// The reply to one request, from the worker's events.
+struct Reply {
+    id: String,
+    created: i64,
+    received: mpsc::UnboundedReceiver<JobEvent>,
+    client: DropGuard,
+}
+
+impl Reply {
+    /// A `chat.completion` once the turn has finished.
+    async fn whole(mut self) -> Response {
+        let mut content = String::new();
+        while let Some(event) = self.received.recv().await {
+            match event {
+                JobEvent::Text(text) => content.push_str(&text),
+                JobEvent::Finished(finished) => {
+                    self.client.disarm();
+                    content.push_str(&finished.sources_markdown);
+                    return Json(ChatCompletion {
+                        id: self.id,
+                        object: "chat.completion",
+                        created: self.created,
+                        model: MODEL_ID,
+                        choices: vec![Choice {
+                            index: 0,
+                            message: ResponseMessage {
+                                role: "assistant",
+                                content,
+                            },
+                            finish_reason: finished.finish_reason,
+                        }],
+                        usage: finished.usage,
+                        recall: finished.extension,
+                    })
+                    .into_response();
+                }
+                JobEvent::Failed(failure) => return failure_response(&failure),
+            }
+        }
+        stopping()
+    }
+
+    /// Server-sent `chat.completion.chunk`s: the role, the answer as it is written, the
+    /// sources, a last chunk with the finish reason, usage and Recall's extension, then
+    /// `data: [DONE]`. A failure after the stream began is an `{"error": …}` event (as OpenAI
+    /// sends one), then `[DONE]`.
+    fn stream(self) -> impl IntoResponse {
+        let first = self.chunk(
+            Delta {
+                role: Some("assistant"),
+                content: Some(String::new()),
+            },
+            None,
+        );
+        let state = (self, VecDeque::from([first]), false);
+        let events =
+            futures::stream::unfold(state, |(mut reply, mut pending, mut done)| async move {
+                loop {
+                    if let Some(event) = pending.pop_front() {
+                        return Some((
+                            Ok::<_, std::convert::Infallible>(event),
+                            (reply, pending, done),
+                        ));
+                    }
+                    if done {
+                        return None;
+                    }
+                    match reply.received.recv().await {
+                        Some(JobEvent::Text(text)) => pending.push_back(reply.chunk(
+                            Delta {
+                                role: None,
+                                content: Some(text),
+                            },
+                            None,
+                        )),
+                        Some(JobEvent::Finished(finished)) => {
+                            pending.push_back(reply.chunk(
+                                Delta {
+                                    role: None,
+                                    content: Some(finished.sources_markdown.clone()),
+                                },
+                                None,
+                            ));
+                            pending.push_back(reply.chunk(Delta::default(), Some(&finished)));
+                            pending.push_back(SseEvent::default().data("[DONE]"));
+                            done = true;
+                        }
+                        Some(JobEvent::Failed(failure)) => {
+                            pending.push_back(error_event(failure.message()));
+                            pending.push_back(SseEvent::default().data("[DONE]"));
+                            done = true;
+                        }
+                        None => {
+                            pending.push_back(error_event("recall serve is stopping".into()));
+                            pending.push_back(SseEvent::default().data("[DONE]"));
+                            done = true;
+                        }
+                    }
+                }
+            });
+        Sse::new(events).keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE))
+    }
+
+    /// One chunk; `finished` makes it the last one.
+    fn chunk(&self, delta: Delta, finished: Option<&Finished>) -> SseEvent {
+        let chunk = ChatChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: MODEL_ID,
+            choices: vec![ChunkChoice {
+                index: 0,
+                delta,
+                finish_reason: finished.map(|f| f.finish_reason),
+            }],
+            usage: finished.map(|f| f.usage),
+            recall: finished.map(|f| f.extension.clone()),
+        };
+        SseEvent::default()
+            .json_data(chunk)
+            .expect("chunks always serialize")
+    }
+}
+
+fn error_event(message: String) -> SseEvent {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            message,
+            kind: "server_error",
+            param: None,
+            code: None,
+        },
+    };
+    SseEvent::default()
+        .json_data(body)
+        .expect("errors always serialize")
+}
+
+fn failure_response(failure: &JobError) -> Response {
+    match failure {
+        JobError::Stopping => stopping(),
+        JobError::Turn(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            failure.message(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The router in-process (tower's `oneshot`), with the test in the worker's place: what
+    //! reaches the queue, and what a client sees of the worker's events.
+
+    use axum::body::{Body, to_bytes};
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::serve::openai::{RecallExtension, Usage};
+    use crate::sources::Citation;
+
+    fn state(queue: usize, api_key: Option<&str>) -> (AppState, mpsc::Receiver<Job>) {
+        let (jobs, received) = mpsc::channel(queue);
+        let state = AppState {
+            jobs,
+            access: Arc::new(Access {
+                api_key: api_key.map(String::from),
+                extra_origins: vec!["https://chat.example.org".into()],
+            }),
+            started: 1_700_000_000,
+            next_request: Arc::new(AtomicU64::new(0)),
+            last_turn_ms: Arc::new(AtomicU64::new(4_000)),
+            shutdown: CancellationToken::new(),
+        };
+        (state, received)
+    }
+
+    fn question(stream: bool) -> Request {
+        let body = serde_json::json!({
+            "model": "recall",
+            "stream": stream,
+            "messages": [{"role": "user", "content": "What is Sync?"}],
+        });
+        Request::post("/v1/chat/completions")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    }
+
+    async fn send(state: &AppState, request: Request) -> Response {
+        router(state.clone()).oneshot(request).await.unwrap()
+    }
+
+    async fn body_text(response: Response) -> String {
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    async fn error_message(response: Response) -> String {
+        let body: Value = serde_json::from_str(&body_text(response).await).expect("JSON");
+        body["error"]["message"]
+            .as_str()
+            .expect("an OpenAI error")
+            .to_string()
+    }
+
+    /// The worker's part for one job: two pieces of text, then the end with one source.
+    fn answer_job(job: Job) {
+        let citation = Citation {
+            number: 1,
+            title: "Sync".into(),
+            heading_path: vec!["Sync".into(), "Pricing".into()],
+            uri: "note://Sync.md#Pricing".into(),
+            link: "obsidian://open?vault=v&file=Sync%23Pricing".into(),
+            cited: true,
+            replaces: Vec::new(),
+        };
+        for text in ["Sync is ", "a paid service [1]."] {
+            job.events.send(JobEvent::Text(text.into())).unwrap();
+        }
+        let finished = Finished {
+            sources_markdown: crate::session::citations_markdown(std::slice::from_ref(&citation)),
+            extension: RecallExtension {
+                citations: vec![citation],
+                fallback: false,
+            },
+            usage: Usage::new(500, 12),
+            finish_reason: "stop",
+        };
+        job.events.send(JobEvent::Finished(finished)).unwrap();
+    }
+
+    #[test]
+    fn obsidian_and_local_pages_are_allowed_origins_and_others_are_not() {
+        let access = Access {
+            api_key: None,
+            extra_origins: vec!["https://chat.example.org".into()],
+        };
+        for origin in [
+            "app://obsidian.md",
+            "capacitor://localhost",
+            "http://localhost",
+            "http://localhost:3000",
+            "http://127.0.0.1:8080",
+            "http://[::1]:5173",
+            "https://chat.example.org",
+        ] {
+            assert!(access.allows_origin(origin), "{origin}");
+        }
+        for origin in [
+            "https://evil.example",
+            "http://localhost.evil.example",
+            "http://10.0.0.5:3000",
+            "https://localhost",
+            "null",
+            "app://obsidian.md.evil",
+        ] {
+            assert!(!access.allows_origin(origin), "{origin}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_preflight_from_obsidian_is_answered_without_the_key() {
+        let (state, _queue) = state(1, Some("secret"));
+        let preflight = Request::builder()
+            .method(Method::OPTIONS)
+            .uri("/v1/chat/completions")
+            .header(header::ORIGIN, "app://obsidian.md")
+            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST")
+            .header(
+                header::ACCESS_CONTROL_REQUEST_HEADERS,
+                "authorization,content-type,x-stainless-os",
+            )
+            .body(Body::empty())
+            .unwrap();
+        let response = send(&state, preflight).await;
+        assert!(response.status().is_success(), "{}", response.status());
+        let headers = response.headers();
+        assert_eq!(
+            headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+            "app://obsidian.md"
+        );
+        assert!(
+            headers[header::ACCESS_CONTROL_ALLOW_METHODS]
+                .to_str()
+                .unwrap()
+                .contains("POST")
+        );
+        assert_eq!(
+            headers[header::ACCESS_CONTROL_ALLOW_HEADERS],
+            "authorization,content-type,x-stainless-os"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_page_of_another_origin_is_refused_even_without_a_preflight() {
+        let (state, mut queue) = state(1, None);
+        let mut request = question(false);
+        request.headers_mut().insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://evil.example"),
+        );
+        let response = send(&state, request).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        assert!(error_message(response).await.contains("--allow-origin"));
+        assert!(
+            queue.try_recv().is_err(),
+            "a refused request reached the model"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_api_key_is_required_when_one_is_set() {
+        let (state, _queue) = state(1, Some("secret"));
+        let models = || Request::get("/v1/models");
+        let response = send(&state, models().body(Body::empty()).unwrap()).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert!(error_message(response).await.contains("API key"));
+        let wrong = models()
+            .header(header::AUTHORIZATION, "Bearer secreT")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&state, wrong).await.status(), StatusCode::UNAUTHORIZED);
+        let right = models()
+            .header(header::AUTHORIZATION, "Bearer secret")
+            .body(Body::empty())
+            .unwrap();
+        let response = send(&state, right).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let list: Value = serde_json::from_str(&body_text(response).await).unwrap();
+        assert_eq!(list["data"][0]["id"], MODEL_ID);
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_bound_is_refused_in_the_error_shape() {
+        let (state, mut queue) = state(1, None);
+        let huge = format!(
+            r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#,
+            "a".repeat(MAX_BODY_BYTES)
+        );
+        let request = Request::post("/v1/chat/completions")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(huge))
+            .unwrap();
+        let response = send(&state, request).await;
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(!error_message(response).await.is_empty());
+        assert!(queue.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_answers_429_with_retry_after() {
+        let (state, mut queue) = state(1, None);
+        // The worker is busy elsewhere: the first request waits in the queue's one place.
+        let waiting = tokio::spawn(send_owned(state.clone(), question(false)));
+        while queue.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let response = send(&state, question(false)).await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        // Two turns (the one waiting and this one) of the last one's 4 s.
+        assert_eq!(response.headers()[header::RETRY_AFTER], "8");
+        assert!(
+            error_message(response)
+                .await
+                .contains("one question at a time")
+        );
+        // The waiting one is still answered once the worker comes to it.
+        answer_job(queue.recv().await.unwrap());
+        let answered = waiting.await.unwrap();
+        assert_eq!(answered.status(), StatusCode::OK);
+    }
+
+    async fn send_owned(state: AppState, request: Request) -> Response {
+        send(&state, request).await
+    }
+
+    #[tokio::test]
+    async fn a_whole_reply_carries_the_answer_its_linked_sources_and_the_citations() {
+        let (state, mut queue) = state(1, None);
+        let replied = tokio::spawn(send_owned(state.clone(), question(false)));
+        let job = queue.recv().await.unwrap();
+        assert_eq!(job.request.question, "What is Sync?");
+        answer_job(job);
+        let response = replied.await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let completion: Value = serde_json::from_str(&body_text(response).await).unwrap();
+        assert_eq!(completion["object"], "chat.completion");
+        assert_eq!(completion["model"], MODEL_ID);
+        assert_eq!(completion["choices"][0]["finish_reason"], "stop");
+        assert_eq!(
+            completion["choices"][0]["message"]["content"],
+            "Sync is a paid service [1].\n\nSources:\n- [1] [Sync › Pricing]\
+             (<obsidian://open?vault=v&file=Sync%23Pricing>)\n"
+        );
+        assert_eq!(completion["usage"]["total_tokens"], 512);
+        assert_eq!(
+            completion["recall"]["citations"][0]["uri"],
+            "note://Sync.md#Pricing"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_streamed_reply_is_chunks_then_sources_then_done() {
+        let (state, mut queue) = state(1, None);
+        let replied = tokio::spawn(send_owned(state.clone(), question(true)));
+        answer_job(queue.recv().await.unwrap());
+        let response = replied.await.unwrap();
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        let body = body_text(response).await;
+        let data: Vec<&str> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .collect();
+        assert_eq!(data.last(), Some(&"[DONE]"), "{body}");
+        let chunks: Vec<Value> = data[..data.len() - 1]
+            .iter()
+            .map(|d| serde_json::from_str(d).expect("a JSON chunk"))
+            .collect();
+        assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+        let content: String = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        assert!(
+            content.starts_with("Sync is a paid service [1].\n\nSources:\n- [1] [Sync › Pricing]"),
+            "{content}"
+        );
+        let last = chunks.last().unwrap();
+        assert_eq!(last["choices"][0]["finish_reason"], "stop");
+        assert_eq!(last["recall"]["citations"][0]["number"], 1);
+        assert!(
+            chunks[..chunks.len() - 1]
+                .iter()
+                .all(|c| c["choices"][0]["finish_reason"].is_null())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_cancels_its_turn() {
+        let (state, mut queue) = state(1, None);
+        let response = send(&state, question(true)).await;
+        let job = queue.recv().await.unwrap();
+        assert!(!job.cancel.is_cancelled());
+        drop(response);
+        assert!(job.cancel.is_cancelled());
+        // Ctrl-C, by contrast, cancels every job through the parent token.
+        let other = tokio::spawn(send_owned(state.clone(), question(false)));
+        let job = queue.recv().await.unwrap();
+        state.shutdown.cancel();
+        assert!(job.cancel.is_cancelled());
+        job.events
+            .send(JobEvent::Failed(JobError::Stopping))
+            .unwrap();
+        let response = other.await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+}
