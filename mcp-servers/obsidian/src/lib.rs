@@ -96,6 +96,28 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// With an embedding model, passages are embedded in the background and search turns hybrid
 /// as they land. Logs go through `tracing` (the caller decides where; never stdout).
 pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
+    serve(options, Transport::Stdio).await
+}
+
+/// How a client reaches the server.
+pub enum Transport {
+    /// MCP on stdin/stdout, until the client closes stdin.
+    Stdio,
+    /// MCP Streamable HTTP at `/mcp` on an already bound listener (loopback: the caller
+    /// refuses other addresses), until the token is cancelled.
+    Http {
+        /// Where to accept connections.
+        listener: tokio::net::TcpListener,
+        /// Browser origins allowed besides the loopback ones ([`server::HTTP_ORIGINS`]).
+        extra_origins: Vec<String>,
+        /// Cancelled to stop (Ctrl-C).
+        shutdown: tokio_util::sync::CancellationToken,
+    },
+}
+
+/// Indexes the vault, then answers MCP over `transport` until the client (stdio) or the
+/// token (HTTP) ends it; the vectors this run embedded are saved for the next.
+pub async fn serve(options: ServeOptions, transport: Transport) -> Result<(), Error> {
     let index = open_index(options.vault).await?;
     let semantic = options.embedding_model.map(|model| {
         Semantic::start(
@@ -110,7 +132,26 @@ pub async fn serve_stdio(options: ServeOptions) -> Result<(), Error> {
             None
         }
     };
-    let served = server::serve_stdio(index, semantic.clone(), options.embedding_wait).await;
+    let served = match transport {
+        Transport::Stdio => {
+            server::serve_stdio(index, semantic.clone(), options.embedding_wait).await
+        }
+        Transport::Http {
+            listener,
+            extra_origins,
+            shutdown,
+        } => {
+            server::serve_http(
+                index,
+                semantic.clone(),
+                options.embedding_wait,
+                listener,
+                extra_origins,
+                shutdown,
+            )
+            .await
+        }
+    };
     if let Some(semantic) = semantic {
         // What this run embedded is kept for the next (the client allows a few seconds
         // between closing stdin and ending the process).

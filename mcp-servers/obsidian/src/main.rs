@@ -1,11 +1,13 @@
-//! The `obsidian-kb` binary: serves one vault over MCP on stdio. Logs go to stderr.
+//! The `obsidian-kb` binary: serves one vault over MCP on stdio, or over Streamable HTTP with
+//! `--http`. Logs go to stderr.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use obsidian_kb::models::{self, ModelName};
 
-/// A read-only MCP server over an Obsidian vault (MCP on stdin/stdout, logs on stderr).
+/// A read-only MCP server over an Obsidian vault (MCP on stdin/stdout, or Streamable HTTP with
+/// --http; logs on stderr).
 #[derive(Debug, Parser)]
 #[command(name = "obsidian-kb", version)]
 struct Args {
@@ -31,6 +33,15 @@ struct Args {
     /// words alone (a small or cached vault is ready in a second or two).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     embedding_wait_ms: u64,
+    /// Serve MCP over Streamable HTTP at http://HOST:PORT/mcp instead of stdio, until Ctrl-C.
+    /// Loopback only (127.0.0.1:PORT, localhost:PORT, [::1]:PORT; port 0 picks a free one):
+    /// the server has no authentication.
+    #[arg(long, value_name = "HOST:PORT")]
+    http: Option<String>,
+    /// Also allow browser requests from this origin over --http (pages on this machine
+    /// always may).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
 }
 
 #[tokio::main]
@@ -64,13 +75,62 @@ async fn main() -> ExitCode {
         cache_dir: args.cache_dir,
         embedding_wait: std::time::Duration::from_millis(args.embedding_wait_ms),
     };
-    match obsidian_kb::serve_stdio(options).await {
+    let transport = match &args.http {
+        None => obsidian_kb::Transport::Stdio,
+        Some(address) => match http_transport(address, args.allow_origin).await {
+            Ok(transport) => transport,
+            Err(e) => {
+                eprintln!("obsidian-kb: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    match obsidian_kb::serve(options, transport).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("obsidian-kb: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--http HOST:PORT`: binds a loopback address, says where on stderr (the line a client or a
+/// script waits for), and stops on Ctrl-C.
+async fn http_transport(
+    address: &str,
+    extra_origins: Vec<String>,
+) -> Result<obsidian_kb::Transport, String> {
+    let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| format!("--http {address}: {e} (expected HOST:PORT, e.g. 127.0.0.1:8808)"))?
+        .collect();
+    let Some(first) = addresses.first() else {
+        return Err(format!("--http {address} resolves to no address"));
+    };
+    if !addresses.iter().all(|a| a.ip().is_loopback()) {
+        return Err(format!(
+            "--http {address} is not a loopback address: obsidian-kb has no authentication, \
+             so it serves this machine only (put a proxy with authentication in front of it \
+             to reach it from elsewhere)"
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(first)
+        .await
+        .map_err(|e| format!("cannot listen on {first}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    eprintln!("obsidian-kb: serving MCP (Streamable HTTP) at http://{bound}/mcp; Ctrl-C stops");
+    Ok(obsidian_kb::Transport::Http {
+        listener,
+        extra_origins,
+        shutdown,
+    })
 }
 
 /// `--embedding-model`: a path, an alias of `obsidian_kb::models`, or

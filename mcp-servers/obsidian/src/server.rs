@@ -64,6 +64,58 @@ pub async fn serve_stdio(
     Ok(())
 }
 
+/// The browser origins allowed to call over HTTP: pages on this machine (the MCP Inspector's
+/// web UI, say). The MCP specification asks HTTP servers to check `Origin` (DNS rebinding);
+/// requests with no `Origin` (every non-browser client) pass.
+pub const HTTP_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// Serves `index` over MCP Streamable HTTP at `/mcp` on `listener` until `shutdown`: each
+/// client session gets its own handler on the one index. rmcp checks `Host` against loopback
+/// names and `Origin` against [`HTTP_ORIGINS`] plus `extra_origins`.
+pub async fn serve_http(
+    index: SharedIndex,
+    semantic: Option<Arc<Semantic>>,
+    embedding_wait: std::time::Duration,
+    listener: tokio::net::TcpListener,
+    extra_origins: Vec<String>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<(), crate::Error> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let port = listener
+        .local_addr()
+        .map_err(|e| crate::Error::Session(e.to_string()))?
+        .port();
+    let hosts = ["localhost", "127.0.0.1", "::1", "[::1]"];
+    let allowed_hosts = hosts
+        .iter()
+        .map(|h| h.to_string())
+        .chain(hosts.iter().map(|h| format!("{h}:{port}")));
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(
+            HTTP_ORIGINS
+                .iter()
+                .map(|o| o.to_string())
+                .chain(extra_origins),
+        )
+        .with_cancellation_token(shutdown.child_token());
+    let server = KbServer::new(index, semantic).with_embedding_wait(embedding_wait);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+        .map_err(|e| crate::Error::Session(e.to_string()))
+}
+
 /// A transport that drops what a client sends before the session starts other than requests:
 /// notifications (a stray `notifications/initialized`), responses and errors. rmcp 3.9 ends
 /// the session with an error on any of them, where MCP peers ignore them; here they are

@@ -594,3 +594,28 @@ fn a_log_file_inside_the_vault_does_not_keep_the_watcher_busy() {
         std::fs::read_to_string(&log).unwrap()
     );
 }
+
+/// `--http` on an address other than loopback, or on no address at all, is one clear error
+/// before anything is served: the server has no authentication.
+#[test]
+fn http_refuses_addresses_beyond_loopback_and_names_the_mistake() {
+    let vault = tempfile::tempdir().unwrap();
+    for (address, says) in [
+        ("0.0.0.0:0", "not a loopback address"),
+        ("127.0.0.1", "expected HOST:PORT"),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
+        common::without_hub_cache(&mut command, vault.path());
+        let out = command
+            .arg("--vault")
+            .arg(vault.path())
+            .args(["--http", address])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{address}: {stderr}");
+        assert!(stderr.contains(says), "{address}: {stderr}");
+        assert!(!stderr.contains("serving MCP"), "{address}: {stderr}");
+    }
+}
