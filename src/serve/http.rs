@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::extract::rejection::JsonRejection;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -125,9 +126,12 @@ pub fn router(state: AppState) -> Router {
         .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
         .max_age(Duration::from_secs(600));
     Router::new()
-        .route("/v1/models", get(models))
-        .route("/v1/models/{id}", get(model))
-        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models).fallback(method_not_allowed))
+        .route("/v1/models/{id}", get(model).fallback(method_not_allowed))
+        .route(
+            "/v1/chat/completions",
+            post(chat_completions).fallback(method_not_allowed),
+        )
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -189,6 +193,14 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
     )
 }
 
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        format!("{uri} does not take {method}: GET /v1/models, POST /v1/chat/completions"),
+    )
+}
+
 async fn models(State(state): State<AppState>) -> Json<ModelList> {
     Json(ModelList {
         object: "list",
@@ -210,15 +222,26 @@ async fn model(State(state): State<AppState>, Path(id): Path<String>) -> Respons
 
 async fn chat_completions(
     State(state): State<AppState>,
-    request: Result<Json<ChatRequest>, JsonRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let request = match request {
-        Ok(Json(request)) => request,
+    // Read as JSON whatever the Content-Type says: `curl -d` sends a form's type.
+    let body = match body {
+        Ok(body) => body,
         Err(rejection) => {
             return error(
                 rejection.status(),
                 "invalid_request_error",
                 rejection.body_text(),
+            );
+        }
+    };
+    let request: ChatRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("the body is not a chat completion request: {e}"),
             );
         }
     };
@@ -611,6 +634,45 @@ mod tests {
         assert_eq!(response.status(), StatusCode::OK);
         let list: Value = serde_json::from_str(&body_text(response).await).unwrap();
         assert_eq!(list["data"][0]["id"], MODEL_ID);
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_and_wrong_methods_get_the_error_shape() {
+        let (state, mut queue) = state(1, None);
+        let not_json = Request::post("/v1/chat/completions")
+            .body(Body::from("{\"messages\": ["))
+            .unwrap();
+        let response = send(&state, not_json).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert!(
+            error_message(response)
+                .await
+                .contains("not a chat completion request")
+        );
+        let get = Request::get("/v1/chat/completions")
+            .body(Body::empty())
+            .unwrap();
+        let response = send(&state, get).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert!(
+            error_message(response)
+                .await
+                .contains("POST /v1/chat/completions")
+        );
+        assert!(queue.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_question_without_a_content_type_is_still_read() {
+        let (state, mut queue) = state(1, None);
+        let body = r#"{"messages":[{"role":"user","content":"What is Sync?"}]}"#;
+        let request = Request::post("/v1/chat/completions")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap();
+        let replied = tokio::spawn(send_owned(state.clone(), request));
+        answer_job(queue.recv().await.unwrap());
+        assert_eq!(replied.await.unwrap().status(), StatusCode::OK);
     }
 
     #[tokio::test]
