@@ -12,8 +12,10 @@
 //! imports none of them.
 
 use std::ops::ControlFlow;
+use std::sync::LazyLock;
 
 use anyhow::{Result, bail};
+use regex::Regex;
 use serde::Serialize;
 
 use super::chunk::{blocks, body_chars, chunk_text, headings};
@@ -124,6 +126,9 @@ fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> 
 /// default?", and "七天" is a fact of its own. What the quiz retries on; `benches/quiz-quality`
 /// judges items by a fuller rubric of its own.
 fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
+    if points_at_its_source(&qa.question) {
+        return Some("its question points at the text instead of naming what it asks about");
+    }
     let of_title = support::overlap(title, &qa.answer);
     if of_title.own == 0 && of_title.asked > 0 {
         return Some("its answer is the note's title");
@@ -133,6 +138,21 @@ fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
         return Some("its answer says back its question");
     }
     None
+}
+
+/// True for a question that needs its source to make sense: one that asks about "the text",
+/// "this note" or what is "mentioned in" it. A quiz is read away from the note, so such a
+/// question asks nothing ("What is the name of the feature mentioned in the text?"). "The
+/// note" alone is not one: in a vault it is often the subject ("What happens to the note's
+/// links?").
+fn points_at_its_source(question: &str) -> bool {
+    static POINTING: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\b(?:the|this) (?:text|passage|excerpt|document|article)\b|\bthis (?:note|page|section|paragraph)\b|\b(?:mentioned|described|discussed|stated) (?:in|above)\b|\baccording to the\b|\b(?:title|name) of (?:the|this) (?:page|note)\b|文中|本文|这篇|這篇|この(?:文章|ノート|テキスト)|이 (?:글|노트)|본문",
+        )
+        .expect("a valid regex")
+    });
+    POINTING.is_match(question)
 }
 
 /// Two questions are the same when their letters and digits are, whatever the case.
@@ -434,6 +454,23 @@ mod tests {
             "10 GB"
         ));
         assert!(!hollow_item("快照保留多久？", "快照保留七天。"));
+        assert!(hollow_item(
+            "What is the name of the feature mentioned in the text?",
+            "Change the link display text"
+        ));
+        assert!(hollow_item(
+            "According to the passage, how long are versions kept?",
+            "One year"
+        ));
+        assert!(hollow_item("文中提到的功能叫什么？", "快照"));
+        assert!(hollow_item(
+            "What is the name of the page that covers version history?",
+            "Version history"
+        ));
+        assert!(!hollow_item(
+            "What happens to links when the note is renamed?",
+            "They are updated automatically."
+        ));
         assert!(hollow_item("快照默认保留吗？", "快照默认保留。"));
     }
 
