@@ -3,8 +3,8 @@
 //! nothing before, between or after them), read back by one small parser. The [`Asker`] writes
 //! items one at a time: the notes take turns, a long note's questions spread over its pieces,
 //! and a reply that is cut off, repeats an earlier question of the quiz, or tests nothing (its
-//! answer is the note's title or says back the question) is retried once with the form spelled
-//! out. Items are plain text: the model reads notes with their markup rendered, and any label
+//! answer is the note's title or says back the question, or the question points at its source)
+//! is retried once with the form spelled out. Items are plain text: the model reads notes with their markup rendered, and any label
 //! or mark it writes anyway is taken off.
 //!
 //! Both ends of a quiz take their items from here: printed in a format ([`super::quiz`] through
