@@ -26,8 +26,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::openai::{
-    ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta, ErrorBody, ErrorDetail,
-    MODEL_ID, Model, ModelList, ResponseMessage,
+    ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta, ErrorBody, MODEL_ID, Model,
+    ModelList, ResponseMessage,
 };
 use super::{Finished, Job, JobError, JobEvent, JobRequest};
 
@@ -142,15 +142,7 @@ pub fn router(state: AppState) -> Router {
 
 /// An OpenAI-shaped error reply.
 fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Response {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            message: message.into(),
-            kind,
-            param: None,
-            code: None,
-        },
-    };
-    (status, Json(body)).into_response()
+    (status, Json(ErrorBody::new(kind, message))).into_response()
 }
 
 async fn check_origin(State(state): State<AppState>, request: Request, next: Next) -> Response {
@@ -427,16 +419,8 @@ impl Reply {
 }
 
 fn error_event(message: String) -> SseEvent {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            message,
-            kind: "server_error",
-            param: None,
-            code: None,
-        },
-    };
     SseEvent::default()
-        .json_data(body)
+        .json_data(ErrorBody::new("server_error", message))
         .expect("errors always serialize")
 }
 

@@ -182,6 +182,20 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
+impl ErrorBody {
+    /// An error of `kind` (`invalid_request_error`, `server_error`, …) saying `message`.
+    pub fn new(kind: &'static str, message: impl Into<String>) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                message: message.into(),
+                kind,
+                param: None,
+                code: None,
+            },
+        }
+    }
+}
+
 /// The inside of an [`ErrorBody`].
 #[derive(Debug, Serialize)]
 pub struct ErrorDetail {
