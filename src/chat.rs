@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{Approver, SYSTEM_PROMPT};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, RunArgs};
 use crate::engine::ChatModel;
-use crate::engine::llama::Session;
+use crate::engine::Session;
 use crate::prompt::{Message, Role};
 use crate::report::{TurnReport, write_transcript};
 use crate::session::{Workbench, approver, print_citations, stream_to_stdout};
@@ -171,7 +171,7 @@ impl Repl<'_, '_> {
                 return Ok(());
             }
         };
-        let report = TurnReport::new(&turn, bench.engine.info());
+        let report = TurnReport::new(&turn, bench.model.info());
         if let Some(path) = &self.global.transcript
             && let Err(err) = write_transcript(path, &self.conversation, &report)
         {

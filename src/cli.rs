@@ -68,6 +68,14 @@ pub struct ModelArgs {
     /// Random seed for sampling.
     #[arg(long, default_value_t = 0x5EED)]
     pub seed: u32,
+    /// Run the model on a llama.cpp server instead of in this process: llama-server's address,
+    /// e.g. http://gpu-box:8080 (then --model, --gpu-layers and --threads are the server's
+    /// business). Its API key, if any, is read from RECALL_ENGINE_API_KEY.
+    #[arg(long, env = "RECALL_ENGINE", value_name = "URL")]
+    pub engine: Option<String>,
+    /// Seconds the engine may send nothing (no token, no progress) before a request fails.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub engine_timeout: u64,
 }
 
 impl ModelArgs {

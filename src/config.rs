@@ -1,5 +1,6 @@
 //! Which MCP servers to run: the Claude-Desktop-style config file (or the built-in default) resolved
-//! into [`ServerSpec`]s, with `${env:VAR}` substituted and unknown keys reported as warnings.
+//! into [`ServerSpec`]s, with `${env:VAR}` substituted and unknown keys reported as warnings. The
+//! same file may name a remote engine (`"engine"`, see [`EngineSpec`]).
 //!
 //! Only reading and validation happen here; `mcp.rs` starts what this describes.
 
@@ -141,11 +142,33 @@ impl fmt::Display for ConfigWarning {
     }
 }
 
+/// A llama-server to run the model on, from the config file's
+/// `"engine": {"url": "http://gpu-box:8080", "apiKey": "${env:GPU_BOX_KEY}"}`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EngineSpec {
+    /// The server's address.
+    pub url: String,
+    /// Its API key, `${env:…}` substituted.
+    pub api_key: Option<String>,
+}
+
+/// Never prints the key.
+impl fmt::Debug for EngineSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineSpec")
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
 /// The servers to run, in file order, plus what was ignored while reading them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServersConfig {
     /// The servers, in the order the file lists them.
     pub servers: Vec<ServerSpec>,
+    /// The remote engine the file names, if any.
+    pub engine: Option<EngineSpec>,
     /// Ignored keys (each was also logged with `tracing::warn!`).
     pub warnings: Vec<ConfigWarning>,
     /// The file read, or the built-in default.
@@ -177,23 +200,23 @@ pub enum ConfigError {
     },
     /// `${env:VAR}` named a variable that is not set.
     #[error(
-        "{}: server \"{server}\" uses ${{env:{var}}}, but environment variable {var} is not set",
+        "{}: {server} uses ${{env:{var}}}, but environment variable {var} is not set",
         path.display()
     )]
     MissingEnvVar {
         /// The file.
         path: PathBuf,
-        /// The server entry using it.
+        /// The entry using it (`server "name"`, or `"engine"`).
         server: String,
         /// The variable's name.
         var: String,
     },
     /// Well-formed JSON whose values make no sense (empty command, zero timeout, ...).
-    #[error("{}: server \"{server}\": {message}", path.display())]
+    #[error("{}: {server}: {message}", path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// The server entry.
+        /// The entry (`server "name"`, or `"engine"`).
         server: String,
         /// What is wrong.
         message: String,
@@ -307,6 +330,7 @@ pub fn builtin_for(exe: &Path, vault: &Path) -> Result<ServersConfig, ConfigErro
     spec.inherit_env = VAULT_INHERITED_ENV.iter().map(|v| v.to_string()).collect();
     Ok(ServersConfig {
         servers: vec![spec],
+        engine: None,
         warnings: Vec::new(),
         source: ConfigSource::BuiltIn,
     })
@@ -338,14 +362,20 @@ pub fn parse(
         .into_iter()
         .map(|(name, server)| resolve_server(name, server, path, env))
         .collect::<Result<Vec<_>, _>>()?;
+    let engine = raw
+        .engine
+        .map(|engine| resolve_engine(engine, path, env))
+        .transpose()?;
     Ok(ServersConfig {
         servers,
+        engine,
         warnings,
         source: ConfigSource::File(path.to_path_buf()),
     })
 }
 
-const TOP_LEVEL_KEYS: &[&str] = &["mcpServers"];
+const TOP_LEVEL_KEYS: &[&str] = &["mcpServers", "engine"];
+const ENGINE_KEYS: &[&str] = &["url", "apiKey"];
 const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
@@ -378,6 +408,12 @@ fn unknown_keys(value: &Value, path: &Path) -> Vec<ConfigWarning> {
             warnings.push(warning(Some(name), key));
         }
     }
+    let engine = top.get("engine").and_then(Value::as_object);
+    for key in engine.into_iter().flat_map(|o| o.keys()) {
+        if !ENGINE_KEYS.contains(&key.as_str()) {
+            warnings.push(warning(None, &format!("engine.{key}")));
+        }
+    }
     warnings
 }
 
@@ -389,7 +425,7 @@ fn resolve_server(
 ) -> Result<ServerSpec, ConfigError> {
     let invalid = |message: &str| ConfigError::Invalid {
         path: path.to_path_buf(),
-        server: name.clone(),
+        server: format!("server \"{name}\""),
         message: message.to_owned(),
     };
     if name.is_empty() {
@@ -398,7 +434,7 @@ fn resolve_server(
     let subst = |s: &str| {
         substitute(s, env).map_err(|var| ConfigError::MissingEnvVar {
             path: path.to_path_buf(),
-            server: name.clone(),
+            server: format!("server \"{name}\""),
             var,
         })
     };
@@ -448,6 +484,37 @@ fn resolve_server(
     })
 }
 
+fn resolve_engine(
+    raw: RawEngine,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<EngineSpec, ConfigError> {
+    let subst = |s: &str| {
+        substitute(s, env).map_err(|var| ConfigError::MissingEnvVar {
+            path: path.to_path_buf(),
+            server: "\"engine\"".to_string(),
+            var,
+        })
+    };
+    let url = subst(&raw.url)?;
+    if url.trim().is_empty() {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            server: "\"engine\"".to_string(),
+            message: "\"url\" is empty".to_string(),
+        });
+    }
+    Ok(EngineSpec {
+        url,
+        api_key: raw
+            .api_key
+            .as_deref()
+            .map(subst)
+            .transpose()?
+            .filter(|key| !key.is_empty()),
+    })
+}
+
 /// Replaces every `${env:VAR}` in `s`; `Err(VAR)` names the first unset variable. Text that only
 /// looks like the start of a reference (no closing brace) is kept as is.
 pub fn substitute(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
@@ -478,6 +545,15 @@ fn strip_position(message: &str) -> String {
 struct RawFile {
     #[serde(rename = "mcpServers")]
     mcp_servers: OrderedServers,
+    #[serde(default)]
+    engine: Option<RawEngine>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEngine {
+    url: String,
+    api_key: Option<String>,
 }
 
 #[derive(Deserialize)]

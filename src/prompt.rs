@@ -187,11 +187,16 @@ pub enum ChatFamily {
 
 impl ChatFamily {
     /// Llama 3 when the GGUF's template uses `<|start_header_id|>`; the embedded template for any
-    /// other template; ChatML when there is none.
+    /// other template; ChatML when there is none. llama-server started with `--chat-template
+    /// NAME` reports the bare name of a llama.cpp built-in instead of a template: `llama3` and
+    /// `chatml` are these layouts; any other name is rendered as no template (see
+    /// [`ChatTemplate::new`], which refuses it).
     pub fn detect(embedded_template: Option<&str>) -> ChatFamily {
-        match embedded_template {
+        match embedded_template.map(str::trim) {
+            Some("llama3") => ChatFamily::Llama3,
+            Some("chatml") => ChatFamily::ChatMl,
             Some(t) if t.contains("<|start_header_id|>") => ChatFamily::Llama3,
-            Some(t) if !t.trim().is_empty() => ChatFamily::Embedded,
+            Some(t) if !t.is_empty() => ChatFamily::Embedded,
             _ => ChatFamily::ChatMl,
         }
     }
@@ -241,6 +246,16 @@ pub enum PromptError {
     },
 }
 
+/// A one-word "template" (`llama3`, `mistral-v7`…): a name, since every Jinja chat template
+/// has markup.
+fn is_bare_name(template: &str) -> bool {
+    let name = template.trim();
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 fn template_error(template: &str, err: &JinjaError) -> PromptError {
     let mut message = err.to_string();
     if let Some(line) = err.line() {
@@ -256,6 +271,8 @@ fn template_error(template: &str, err: &JinjaError) -> PromptError {
 #[derive(Debug)]
 pub struct ChatTemplate {
     family: ChatFamily,
+    /// The source of the layout's chat template (built-in or the model's own).
+    layout_source: String,
     env: Environment<'static>,
     bos_token: String,
     eos_token: String,
@@ -286,6 +303,19 @@ impl ChatTemplate {
         eos_token: &str,
     ) -> Result<Self, PromptError> {
         let family = ChatFamily::detect(embedded_template);
+        if let Some(name) = embedded_template.filter(|t| is_bare_name(t))
+            && family == ChatFamily::Embedded
+        {
+            return Err(PromptError::Template {
+                template: EMBEDDED.to_string(),
+                message: format!(
+                    "`{}` names one of llama.cpp's built-in templates (llama-server \
+                     --chat-template), not a template Recall can render: start the server \
+                     without --chat-template (the model's own), or with llama3 or chatml",
+                    name.trim()
+                ),
+            });
+        }
         Self::build(family, embedded_template, bos_token, eos_token)
     }
 
@@ -308,11 +338,13 @@ impl ChatTemplate {
                 .map_err(|e| template_error(name, &e))?;
         }
         let mut tool_role = ToolRole::Ipython;
+        let mut layout_source = TEMPLATES[0].1;
         if family != ChatFamily::Llama3 {
             let source = match (family, embedded) {
                 (ChatFamily::Embedded, Some(source)) => source,
                 _ => TEMPLATES[1].1,
             };
+            layout_source = source;
             env.add_template_owned(EMBEDDED, source.to_string())
                 .map_err(|e| template_error(EMBEDDED, &e))?;
             tool_role = if source.contains("'tool'") || source.contains("\"tool\"") {
@@ -323,6 +355,7 @@ impl ChatTemplate {
         }
         Ok(ChatTemplate {
             family,
+            layout_source: layout_source.to_string(),
             env,
             bos_token: bos.to_string(),
             eos_token: eos.to_string(),
@@ -333,6 +366,20 @@ impl ChatTemplate {
     /// The layout this model gets.
     pub fn family(&self) -> ChatFamily {
         self.family
+    }
+
+    /// The special tokens the layout writes as text (every `<|name|>` in its chat template):
+    /// each must be one token of the model's vocabulary, or the model is not the one this
+    /// layout is for (a server started with another model or `--chat-template`).
+    pub fn special_tokens(&self) -> Vec<&str> {
+        let marker = regex::Regex::new(r"<\|[A-Za-z0-9_]+\|>").expect("valid regex");
+        let mut found: Vec<&str> = Vec::new();
+        for m in marker.find_iter(&self.layout_source) {
+            if !found.contains(&m.as_str()) {
+                found.push(m.as_str());
+            }
+        }
+        found
     }
 
     /// The tool-decision prompt: the conversation with a system message that carries the calling
@@ -664,5 +711,40 @@ mod tests {
         let text = neutralize_specials("a <|eot_id|> b <|im_end|> c <| not |>");
         assert!(!text.contains("<|eot_id|>") && !text.contains("<|im_end|>"));
         assert!(text.contains("<| not |>"));
+    }
+
+    #[test]
+    fn special_tokens_are_the_layouts_markers() {
+        assert_eq!(
+            ChatTemplate::llama3().special_tokens(),
+            [
+                "<|begin_of_text|>",
+                "<|start_header_id|>",
+                "<|end_header_id|>",
+                "<|eot_id|>"
+            ]
+        );
+        let chatml = ChatTemplate::new(None, "", "<|im_end|>").unwrap();
+        assert_eq!(chatml.special_tokens(), ["<|im_start|>", "<|im_end|>"]);
+        let own = "{% for m in messages %}<|user|>{{ m.content }}<|end|>{% endfor %}<|assistant|>";
+        let embedded = ChatTemplate::new(Some(own), "", "<|end|>").unwrap();
+        assert_eq!(
+            embedded.special_tokens(),
+            ["<|user|>", "<|end|>", "<|assistant|>"]
+        );
+    }
+
+    #[test]
+    fn llama_server_template_names_pick_a_layout_or_are_refused() {
+        assert_eq!(ChatFamily::detect(Some("llama3")), ChatFamily::Llama3);
+        assert_eq!(ChatFamily::detect(Some("chatml\n")), ChatFamily::ChatMl);
+        assert_eq!(
+            ChatTemplate::new(Some("llama3"), "<|begin_of_text|>", "<|eot_id|>")
+                .unwrap()
+                .family(),
+            ChatFamily::Llama3
+        );
+        let err = ChatTemplate::new(Some("mistral-v7"), "<s>", "</s>").unwrap_err();
+        assert!(err.to_string().contains("--chat-template"), "{err}");
     }
 }

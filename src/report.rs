@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::agent::{CallRecord, StepRecord, Turn};
 use crate::engine::GenerationStats;
-use crate::engine::llama::ModelInfo;
+use crate::engine::ModelInfo;
 use crate::prompt::Message;
 use crate::sources::Citation;
 

@@ -16,19 +16,57 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
 use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs};
-use crate::config::{self, ConfigSource};
+use crate::config::{self, EngineSpec, ServersConfig};
 use crate::embedding;
 use crate::engine::catalog::{self, CatalogError};
-use crate::engine::llama::{Engine, LoadOptions, Session, SessionOptions};
+use crate::engine::llama::{Engine, LoadOptions, SessionOptions};
 use crate::engine::prompt_cache::PromptCache;
-use crate::engine::{CancellationToken, Cancelled};
+use crate::engine::remote::{self, ServerOptions};
+use crate::engine::{CancellationToken, Cancelled, Model, Session};
 use crate::mcp::{McpManager, ServerStatus};
 use crate::prompt::ChatTemplate;
 use crate::sources::Citation;
 use crate::tool::{ToolCall, ToolRoute};
 
+/// The model the flags ask for: a llama-server when `--engine` (else the config file's
+/// `engine`) names one, else `--model` loaded in-process.
+pub fn load_model(args: &ModelArgs, configured: Option<&EngineSpec>) -> Result<Model> {
+    let env_key = || {
+        std::env::var("RECALL_ENGINE_API_KEY")
+            .ok()
+            .filter(|key| !key.is_empty())
+    };
+    let engine = match (&args.engine, configured) {
+        (Some(url), _) => Some(EngineSpec {
+            url: url.clone(),
+            api_key: env_key(),
+        }),
+        (None, Some(spec)) => Some(EngineSpec {
+            url: spec.url.clone(),
+            api_key: spec.api_key.clone().or_else(env_key),
+        }),
+        (None, None) => None,
+    };
+    match engine {
+        Some(engine) => connect_engine(engine, args).map(Model::Remote),
+        None => load_local_model(args).map(Model::Local),
+    }
+}
+
+/// Connects to the llama-server `engine` names. Its API key comes from the environment or the
+/// config file, never a flag: it shows in no process list or shell history.
+fn connect_engine(engine: EngineSpec, args: &ModelArgs) -> Result<remote::Server> {
+    let server = remote::Server::connect(&ServerOptions {
+        url: engine.url,
+        api_key: engine.api_key,
+        idle_timeout: std::time::Duration::from_secs(args.engine_timeout.max(1)),
+    })?;
+    tracing::info!(model = %server.info().name, url = %server.url(), "engine connected");
+    Ok(server)
+}
+
 /// Resolves `--model` to a file (downloading if needed) and loads it.
-pub fn load_model(args: &ModelArgs) -> Result<Engine> {
+fn load_local_model(args: &ModelArgs) -> Result<Engine> {
     let progress = std::io::stderr().is_terminal();
     let path = match (
         catalog::resolve_model(&args.model, progress),
@@ -61,14 +99,18 @@ pub fn load_model(args: &ModelArgs) -> Result<Engine> {
 /// [`load_model`] on a thread of its own, so that a Ctrl-C (`cancel`) need not wait for a large
 /// model to finish loading: the error is then [`Cancelled`] at once and the load is abandoned
 /// (recall is about to exit; the thread ends with the process).
-fn load_model_until(args: &ModelArgs, cancel: &CancellationToken) -> Result<Engine> {
+fn load_model_until(
+    args: &ModelArgs,
+    configured: Option<EngineSpec>,
+    cancel: &CancellationToken,
+) -> Result<Model> {
     let (sender, receiver) = std::sync::mpsc::channel();
     let args = args.clone();
     std::thread::Builder::new()
         .name("model-load".into())
         .spawn(move || {
             // The receiver is gone only when the load was abandoned.
-            let _ = sender.send(load_model(&args));
+            let _ = sender.send(load_model(&args, configured.as_ref()));
         })
         .context("cannot start the model-loading thread")?;
     loop {
@@ -133,11 +175,11 @@ pub fn start_servers(args: &ServerArgs) -> Result<(tokio::runtime::Runtime, McpM
 }
 
 /// Starts every configured tool server (concurrently) on `runtime`, reporting those that fail;
-/// also says where their configuration came from.
+/// also returns the configuration they came from (its source, and the engine it names).
 pub fn start_servers_on(
     runtime: &tokio::runtime::Runtime,
     args: &ServerArgs,
-) -> Result<(McpManager, ConfigSource)> {
+) -> Result<(McpManager, ServersConfig)> {
     let config = config::load(
         args.config.as_deref(),
         args.vault.as_deref(),
@@ -147,7 +189,6 @@ pub fn start_servers_on(
         eprintln!("recall: {warning}");
     }
     let manager = runtime.block_on(McpManager::start(&config.servers));
-    let source = config.source;
     for server in manager.servers() {
         if let ServerStatus::Failed {
             reason,
@@ -160,7 +201,7 @@ pub fn start_servers_on(
             }
         }
     }
-    Ok((manager, source))
+    Ok((manager, config))
 }
 
 /// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
@@ -211,8 +252,8 @@ pub struct Workbench {
     pub runtime: tokio::runtime::Runtime,
     /// The tool servers.
     pub manager: McpManager,
-    /// The loaded model.
-    pub engine: Engine,
+    /// The model: loaded in-process, or on a llama-server.
+    pub model: Model,
     /// How prompts are laid out for it.
     pub template: ChatTemplate,
     /// Ctrl-C, caught from the moment the servers run.
@@ -242,15 +283,15 @@ impl Workbench {
         // From here on Ctrl-C must not kill recall: the servers would be left without their
         // shutdown (they run in process groups of their own, so the terminal spares them).
         let interrupt = Interrupt::install(&runtime);
-        let (manager, _) = start_servers_on(&runtime, &run.servers)?;
+        let (manager, config) = start_servers_on(&runtime, &run.servers)?;
         let token = interrupt.token();
         let loaded = if token.is_cancelled() {
             Err(Cancelled.into())
         } else {
             first(&runtime, &manager)
-                .and_then(|found| Ok((found, load_model_until(&run.model, &token)?)))
+                .and_then(|found| Ok((found, load_model_until(&run.model, config.engine, &token)?)))
         };
-        let (found, engine) = match loaded {
+        let (found, model) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
                 runtime.block_on(manager.shutdown());
@@ -267,25 +308,30 @@ impl Workbench {
                 return Err(cancelled.into());
             }
         }
-        let info = engine.info();
+        let info = model.info();
         let template = ChatTemplate::new(
             info.chat_template.as_deref(),
             &info.bos_text,
             &info.eos_text,
         )?;
         tracing::info!("prompt family: {}", template.family().name());
+        let unknown = model.unknown_tokens(&template.special_tokens());
+        if let Some(err) = wrong_layout(&model, &template, unknown) {
+            runtime.block_on(manager.shutdown());
+            return Err(err);
+        }
         if global.verbose {
             eprintln!(
                 "recall: model {} ({}), prompt family {}",
                 info.name,
-                info.path.display(),
+                model.location(),
                 template.family().name()
             );
         }
         let bench = Workbench {
             runtime,
             manager,
-            engine,
+            model,
             template,
             interrupt,
             session_options: SessionOptions {
@@ -299,8 +345,8 @@ impl Workbench {
 
     /// A conversation's context on the model.
     pub fn session(&self) -> Result<Session<'_>> {
-        let mut session = self.engine.session(&self.session_options)?;
-        if let Some(cache) = &self.prompt_cache {
+        let mut session = self.model.session(&self.session_options)?;
+        if let (Session::Local(session), Some(cache)) = (&mut session, &self.prompt_cache) {
             session.use_prompt_cache(cache.clone());
         }
         Ok(session)
@@ -343,6 +389,29 @@ impl Workbench {
     pub fn close(self) {
         self.runtime.block_on(self.manager.shutdown());
     }
+}
+
+/// Why `model` cannot be given prompts in `template`'s layout, if it cannot: markers of the
+/// layout that its vocabulary does not have as tokens (see [`ChatTemplate::special_tokens`]).
+fn wrong_layout(
+    model: &Model,
+    template: &ChatTemplate,
+    unknown: Result<Vec<&str>, crate::engine::EngineError>,
+) -> Option<anyhow::Error> {
+    let unknown = match unknown {
+        Ok(unknown) if unknown.is_empty() => return None,
+        Ok(unknown) => unknown,
+        Err(err) => return Some(err.into()),
+    };
+    Some(anyhow::anyhow!(
+        "the model {} ({}) does not have {} as special tokens, which its prompt layout, {}, \
+         writes: its vocabulary is not the one this layout is for (a server started with \
+         another model, or with --chat-template?)",
+        model.info().name,
+        model.location(),
+        unknown.join(" "),
+        template.family().name()
+    ))
 }
 
 /// Writes streamed text to stdout; stops generation when nobody reads it any more.

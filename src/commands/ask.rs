@@ -48,7 +48,7 @@ pub fn ask(global: &GlobalArgs, run: &RunArgs, question: &str) -> Result<()> {
         }
     };
 
-    let report = TurnReport::new(&turn, bench.engine.info());
+    let report = TurnReport::new(&turn, bench.model.info());
     if let Some(path) = &global.transcript {
         write_transcript(path, &conversation, &report)?;
     }

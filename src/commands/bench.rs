@@ -6,10 +6,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::{GlobalArgs, ModelArgs};
-use crate::engine::llama::{BenchOptions, Throughput};
+use crate::engine::llama::BenchOptions;
+use crate::engine::{Model, Throughput};
 use crate::session::load_model;
 
-/// `recall bench`: pp/tg tokens per second, mean ± sd, like `llama-bench`.
+/// `recall bench`: pp/tg tokens per second, mean ± sd, like `llama-bench`; with `--engine`,
+/// as the server delivers them (its own timings, read over HTTP).
 pub fn bench(
     global: &GlobalArgs,
     args: &ModelArgs,
@@ -17,13 +19,16 @@ pub fn bench(
     n_gen: usize,
     repetitions: usize,
 ) -> Result<()> {
-    let engine = load_model(args)?;
-    let report = engine.bench(&BenchOptions {
-        n_prompt,
-        n_gen,
-        repetitions: repetitions.max(1),
-        threads: args.threads,
-    })?;
+    let engine = load_model(args, None)?;
+    let report = match &engine {
+        Model::Local(local) => local.bench(&BenchOptions {
+            n_prompt,
+            n_gen,
+            repetitions: repetitions.max(1),
+            threads: args.threads,
+        })?,
+        Model::Remote(server) => server.bench(n_prompt, n_gen, repetitions)?,
+    };
     let mut out = std::io::stdout().lock();
     if global.json {
         let json = BenchJson {

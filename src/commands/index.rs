@@ -23,7 +23,8 @@ pub fn index(global: &GlobalArgs, servers: &ServerArgs) -> Result<()> {
     // Before the servers start: a Ctrl-C must stop the wait, not kill recall, so that the
     // server is shut down properly and saves its vectors.
     let interrupt = Interrupt::install(&runtime);
-    let (manager, source) = start_servers_on(&runtime, servers)?;
+    let (manager, config) = start_servers_on(&runtime, servers)?;
+    let source = config.source;
     let readiness = embedding::prepare(&runtime, &manager, &interrupt.token(), None);
     // The server saves what it embedded as it stops.
     runtime.block_on(manager.shutdown());

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::num::NonZeroU32;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use llama_cpp_2::context::LlamaContext;
@@ -23,8 +23,8 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use super::prompt_cache::{CacheKey, PromptCache};
 use super::stream::TextStream;
 use super::{
-    CancellationToken, ChatModel, Completion, Constraint, EngineError, GenerateRequest,
-    GenerationStats, Sampling, StopReason,
+    BenchReport, CancellationToken, ChatModel, Completion, Constraint, EngineError,
+    GenerateRequest, GenerationStats, ModelInfo, Sampling, StopReason, Throughput,
 };
 
 /// Largest context used when `--ctx` is not given: the trained context is often 128k, far more
@@ -54,29 +54,6 @@ pub struct SessionOptions {
     pub n_ctx: Option<u32>,
     /// CPU threads; `None` uses every available core.
     pub threads: Option<i32>,
-}
-
-/// What the GGUF file says about itself.
-#[derive(Debug, Clone)]
-pub struct ModelInfo {
-    /// The file it was loaded from.
-    pub path: PathBuf,
-    /// `general.name`, or the file name.
-    pub name: String,
-    /// The chat template embedded in the file, if any.
-    pub chat_template: Option<String>,
-    /// The context length the model was trained with.
-    pub n_ctx_train: u32,
-    /// Parameter count.
-    pub n_params: u64,
-    /// Size of the weights in bytes.
-    pub size_bytes: u64,
-    /// Text of the BOS token (e.g. `<|begin_of_text|>`).
-    pub bos_text: String,
-    /// Text of the EOS token (e.g. `<|eot_id|>` or `<|im_end|>`).
-    pub eos_text: String,
-    /// Whether the tokenizer adds BOS by itself (`tokenizer.ggml.add_bos_token`).
-    pub add_bos: bool,
 }
 
 /// A loaded model. Cheap to share by reference; each conversation gets a [`Session`].
@@ -209,6 +186,16 @@ impl Engine {
         self.model
             .vocab()
             .tokenize(prompt.as_bytes(), add_bos, true)
+    }
+
+    /// Whether `text` is one token of this vocabulary (special tokens parsed): a prompt layout's
+    /// markers must be, or the model reads them as ordinary text.
+    pub fn is_single_token(&self, text: &str) -> bool {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len()
+            == 1
     }
 
     /// The text of one token id, special tokens included.
@@ -377,45 +364,6 @@ pub struct BenchOptions {
     pub repetitions: usize,
     /// CPU threads (llama-bench `-t`).
     pub threads: Option<i32>,
-}
-
-/// Speed of one test over its repetitions.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Throughput {
-    /// Tokens per repetition.
-    pub tokens: usize,
-    /// Mean tokens per second.
-    pub mean: f64,
-    /// Sample standard deviation of tokens per second.
-    pub sd: f64,
-}
-
-impl Throughput {
-    fn of(tokens: usize, samples: &[f64]) -> Throughput {
-        let n = samples.len() as f64;
-        let mean = if samples.is_empty() {
-            0.0
-        } else {
-            samples.iter().sum::<f64>() / n
-        };
-        let sd = if samples.len() < 2 {
-            0.0
-        } else {
-            (samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        };
-        Throughput { tokens, mean, sd }
-    }
-}
-
-/// Results of [`Engine::bench`].
-#[derive(Debug, Clone)]
-pub struct BenchReport {
-    /// Threads used.
-    pub threads: i32,
-    /// Prompt processing.
-    pub pp: Throughput,
-    /// Token generation.
-    pub tg: Throughput,
 }
 
 /// One conversation on a loaded model: a context whose KV cache is reused across calls.

@@ -16,10 +16,12 @@
 pub mod catalog;
 pub mod llama;
 pub mod prompt_cache;
+pub mod remote;
 pub mod scripted;
 pub mod stream;
 
 use std::ops::ControlFlow;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use tokio_util::sync::CancellationToken;
@@ -190,12 +192,21 @@ pub enum EngineError {
     /// llama.cpp failed while running.
     #[error("llama.cpp failed: {0}")]
     Backend(String),
+    /// The remote engine (`--engine URL`) is unreachable, refused, or not what Recall needs.
+    #[error("engine {url}: {reason}")]
+    Remote {
+        /// The server's address, without credentials.
+        url: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
 }
 
 /// A chat model with one conversation's KV cache: the seam between the agent and llama.cpp.
 ///
-/// [`llama::Session`] is the real implementation; [`scripted::ScriptedModel`] replays canned
-/// replies for deterministic agent-loop tests.
+/// [`llama::Session`] (in-process) and [`remote::Session`] (a llama-server) are the real
+/// implementations, chosen per run through [`Session`]; [`scripted::ScriptedModel`] replays
+/// canned replies for deterministic agent-loop tests.
 pub trait ChatModel {
     /// Generates a continuation of `prompt` (a fully rendered prompt, special tokens as text),
     /// calling `on_text` with each piece of final text as soon as it is decoded. `on_text`
@@ -212,4 +223,165 @@ pub trait ChatModel {
 
     /// The context window in tokens.
     fn context_size(&self) -> usize;
+}
+
+/// What the engine says about its model: the GGUF file's metadata, or a server's report of it.
+#[derive(Debug, Clone, Default)]
+pub struct ModelInfo {
+    /// The file it was loaded from (on the server's machine, for a remote engine).
+    pub path: PathBuf,
+    /// `general.name`, or the file name.
+    pub name: String,
+    /// The chat template embedded in the file, if any.
+    pub chat_template: Option<String>,
+    /// The context length the model was trained with.
+    pub n_ctx_train: u32,
+    /// Parameter count.
+    pub n_params: u64,
+    /// Size of the weights in bytes.
+    pub size_bytes: u64,
+    /// Text of the BOS token (e.g. `<|begin_of_text|>`).
+    pub bos_text: String,
+    /// Text of the EOS token (e.g. `<|eot_id|>` or `<|im_end|>`).
+    pub eos_text: String,
+    /// Whether the tokenizer adds BOS by itself (`tokenizer.ggml.add_bos_token`).
+    pub add_bos: bool,
+}
+
+/// Speed of one test over its repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    /// Tokens per repetition.
+    pub tokens: usize,
+    /// Mean tokens per second.
+    pub mean: f64,
+    /// Sample standard deviation of tokens per second.
+    pub sd: f64,
+}
+
+impl Throughput {
+    pub(crate) fn of(tokens: usize, samples: &[f64]) -> Throughput {
+        let n = samples.len() as f64;
+        let mean = if samples.is_empty() {
+            0.0
+        } else {
+            samples.iter().sum::<f64>() / n
+        };
+        let sd = if samples.len() < 2 {
+            0.0
+        } else {
+            (samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Throughput { tokens, mean, sd }
+    }
+}
+
+/// Results of [`Model::bench`].
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// Threads used.
+    pub threads: i32,
+    /// Prompt processing.
+    pub pp: Throughput,
+    /// Token generation.
+    pub tg: Throughput,
+}
+
+/// The model a run uses: llama.cpp in this process, or a llama.cpp server (`--engine URL`)
+/// for a model larger than the laptop. Everything above the engine (prompts, grammars, tools,
+/// citations) is the same for both.
+pub enum Model {
+    /// A GGUF file loaded in-process.
+    Local(llama::Engine),
+    /// A llama-server on this machine or another.
+    Remote(remote::Server),
+}
+
+impl Model {
+    /// What the engine says about its model.
+    pub fn info(&self) -> &ModelInfo {
+        match self {
+            Model::Local(engine) => engine.info(),
+            Model::Remote(server) => server.info(),
+        }
+    }
+
+    /// Where the model runs, for messages: the file, or the server's address.
+    pub fn location(&self) -> String {
+        match self {
+            Model::Local(engine) => engine.info().path.display().to_string(),
+            Model::Remote(server) => server.url(),
+        }
+    }
+
+    /// The markers among `markers` (a prompt layout's special tokens, written as text) that
+    /// are not single tokens of this model's vocabulary: a model that reads them as text was
+    /// not trained on that layout.
+    pub fn unknown_tokens<'a>(&self, markers: &[&'a str]) -> Result<Vec<&'a str>, EngineError> {
+        let mut unknown = Vec::new();
+        for &marker in markers {
+            let single = match self {
+                Model::Local(engine) => engine.is_single_token(marker),
+                Model::Remote(server) => server.is_single_token(marker)?,
+            };
+            if !single {
+                unknown.push(marker);
+            }
+        }
+        Ok(unknown)
+    }
+
+    /// A conversation with its own context (a local KV cache, or the server's prompt cache).
+    pub fn session(&self, options: &llama::SessionOptions) -> Result<Session<'_>, EngineError> {
+        Ok(match self {
+            Model::Local(engine) => Session::Local(engine.session(options)?),
+            Model::Remote(server) => Session::Remote(server.session(options.n_ctx)),
+        })
+    }
+}
+
+/// One conversation on a [`Model`].
+pub enum Session<'m> {
+    /// In-process.
+    Local(llama::Session<'m>),
+    /// On a llama-server.
+    Remote(remote::Session<'m>),
+}
+
+impl Session<'_> {
+    /// Forgets the cached conversation: the next call reads its whole prompt (a remote session
+    /// caches nothing itself; the server matches prefixes on every request).
+    pub fn reset(&mut self) {
+        if let Session::Local(session) = self {
+            session.reset();
+        }
+    }
+}
+
+impl ChatModel for Session<'_> {
+    fn generate(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Completion, EngineError> {
+        match self {
+            Session::Local(session) => session.generate(prompt, request, on_text),
+            Session::Remote(session) => session.generate(prompt, request, on_text),
+        }
+    }
+
+    fn count_tokens(&self, text: &str) -> usize {
+        match self {
+            Session::Local(session) => session.count_tokens(text),
+            Session::Remote(session) => session.count_tokens(text),
+        }
+    }
+
+    fn context_size(&self) -> usize {
+        match self {
+            Session::Local(session) => session.context_size(),
+            Session::Remote(session) => session.context_size(),
+        }
+    }
 }

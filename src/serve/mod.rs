@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{ApproveAll, Approver, RefuseAll, SYSTEM_PROMPT, Turn};
 use crate::chat::fit_context;
 use crate::cli::{GlobalArgs, RunArgs, ServeArgs};
-use crate::engine::llama::Session;
+use crate::engine::Session;
 use crate::prompt::Message;
 use crate::session::{Workbench, citations_markdown, without_citations_markdown};
 

@@ -99,7 +99,7 @@ fn missing_env_var_names_it_and_the_server() {
     match &err {
         ConfigError::MissingEnvVar { path, server, var } => {
             assert_eq!(path, Path::new("/etc/recall.json"));
-            assert_eq!(server, "gh");
+            assert_eq!(server, "server \"gh\"");
             assert_eq!(var, "GITHUB_TOKEN");
         }
         other => panic!("wrong error: {other:?}"),
@@ -202,7 +202,7 @@ fn invalid_values_are_errors() {
             Err(ConfigError::Invalid {
                 server, message, ..
             }) => {
-                assert_eq!(server, "a");
+                assert_eq!(server, "server \"a\"");
                 assert!(message.contains(mention), "{message}");
             }
             other => panic!("{text}: expected Invalid, got {other:?}"),
@@ -334,4 +334,29 @@ fn servers_inherit_the_sdk_defaults_plus_inherit_env_and_env_on_top() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("inheritEnv") && err.contains("A=B"), "{err}");
+}
+
+/// The same file may name a remote engine; its key comes from the environment and never shows
+/// in a debug print (which logs may carry).
+#[test]
+fn engine_with_its_key_from_the_environment() {
+    let text = r#"{
+      "mcpServers": {"a": {"command": "x"}},
+      "engine": {"url": "http://gpu-box:8080", "apiKey": "${env:TOKEN}", "model": "big"}
+    }"#;
+    let cfg = parse(text).unwrap();
+    let engine = cfg.engine.as_ref().expect("an engine");
+    assert_eq!(engine.url, "http://gpu-box:8080");
+    assert_eq!(engine.api_key.as_deref(), Some("s3cret"));
+    assert!(!format!("{cfg:?}").contains("s3cret"));
+    let unknown: Vec<&str> = cfg.warnings.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(unknown, ["engine.model"]);
+
+    let missing = r#"{"mcpServers": {}, "engine": {"url": "http://x", "apiKey": "${env:NOPE}"}}"#;
+    let err = parse(missing).unwrap_err().to_string();
+    assert!(err.contains("\"engine\" uses ${env:NOPE}"), "{err}");
+    let empty = r#"{"mcpServers": {}, "engine": {"url": " "}}"#;
+    let err = parse(empty).unwrap_err().to_string();
+    assert!(err.contains("\"url\" is empty"), "{err}");
+    assert!(parse(r#"{"mcpServers": {}}"#).unwrap().engine.is_none());
 }
