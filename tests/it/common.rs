@@ -38,6 +38,14 @@ pub fn tiny_llama3() -> PathBuf {
     )
 }
 
+/// llama.cpp's `llama-server`, built from its sources: the remote engine's peer.
+pub fn llama_server() -> PathBuf {
+    repo_file(
+        ".tools/llama-server/bin/llama-server",
+        "scripts/build-llama-server",
+    )
+}
+
 /// `mcp-server-time` from PyPI, a third-party MCP server.
 pub fn time_server_bin() -> String {
     peer(".venv-peers/bin/mcp-server-time")

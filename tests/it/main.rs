@@ -17,6 +17,7 @@ mod mcp;
 mod parse;
 mod prompt;
 mod prompt_cache;
+mod remote_engine;
 mod review;
 mod serve;
 mod study;
