@@ -498,6 +498,7 @@ fn ask_command(json: bool) -> std::process::Command {
         .arg(LONG_QUESTION)
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
+        .env_remove("RECALL_ENGINE")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HUB_OFFLINE", "1")
         .env("RUST_LOG", "warn,recall::prompt=debug");

@@ -95,18 +95,29 @@ pub fn recall(args: &[&str]) -> Output {
     recall_with_input(args, "")
 }
 
-/// [`recall`] with `input` on its stdin.
-pub fn recall_with_input(args: &[&str], input: &str) -> Output {
-    let home = tempfile::tempdir().expect("a temporary folder");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(args)
+/// The `recall` binary with none of the user's settings: no config file, no `RECALL_*` defaults
+/// (a `RECALL_ENGINE` of the developer's would send every test to a server), the hub offline,
+/// and its data and prompt cache under `home`.
+pub fn recall_command(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
+    command
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
         .env_remove("RECALL_DECK")
+        .env_remove("RECALL_ENGINE")
+        .env_remove("RECALL_ENGINE_API_KEY")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
-        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_DATA_HOME", home.join("data"))
         .env("HF_HUB_OFFLINE", "1")
-        .env("RECALL_PROMPT_CACHE_DIR", home.path().join("prompt-cache"))
+        .env("RECALL_PROMPT_CACHE_DIR", home.join("prompt-cache"));
+    command
+}
+
+/// [`recall`] with `input` on its stdin.
+pub fn recall_with_input(args: &[&str], input: &str) -> Output {
+    let home = tempfile::tempdir().expect("a temporary folder");
+    let mut child = recall_command(home.path())
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -18,6 +18,7 @@ fn recall_with_cache(cache: &Path, args: &[&str]) -> Output {
         .args(["--embedding-model", embedding_model.to_str().unwrap()])
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
+        .env_remove("RECALL_ENGINE")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("XDG_CACHE_HOME", cache)
         .env("HF_HUB_OFFLINE", "1")

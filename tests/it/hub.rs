@@ -83,6 +83,7 @@ fn bench_from_hub(home: &Path, endpoint: &str, offline: bool) -> Output {
         .args(["bench", "--model", &model, "-p", "8", "-n", "4", "-r", "1"])
         .args(["--threads", "2", "--json"])
         .env_remove("RECALL_MODEL")
+        .env_remove("RECALL_ENGINE")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HOME", home)
         .env("HF_ENDPOINT", endpoint);

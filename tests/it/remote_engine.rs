@@ -64,18 +64,8 @@ fn recall(args: &[&str], env: &[(&str, &str)]) -> Output {
     all.extend(common::test_model_args(&vault));
     all.push("--no-embeddings".into());
     let home = tempfile::tempdir().expect("a temporary folder");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
-    command
-        .args(&all)
-        .env_remove("RECALL_VAULT")
-        .env_remove("RECALL_MODEL")
-        .env_remove("RECALL_ENGINE")
-        .env_remove("RECALL_ENGINE_API_KEY")
-        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("RECALL_PROMPT_CACHE_DIR", home.path().join("prompt-cache"))
-        .stdin(Stdio::null());
+    let mut command = common::recall_command(home.path());
+    command.args(&all).stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
     }
@@ -345,15 +335,12 @@ fn study_and_chat_run_on_llama_server() {
 fn ctrl_c_ends_the_request_on_llama_server() {
     let mut server = LlamaServer::start(&[]);
     let vault = common::fixture_vault();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
+    let home = tempfile::tempdir().expect("a temporary folder");
+    let mut command = common::recall_command(home.path());
     command
         .args(["ask", "Write a long essay on every project in my notes"])
         .args(common::test_model_args(&vault))
         .args(["--no-embeddings", "--engine", &server.url])
-        .env_remove("RECALL_VAULT")
-        .env_remove("RECALL_ENGINE_API_KEY")
-        .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
-        .env("RECALL_PROMPT_CACHE_DIR", "/nonexistent-recall-test-cache")
         .stdin(Stdio::null());
     let mut ask = Watched::spawn(command);
     // Task 0 is the grammar check at connect; the next one is the answer's prompt being read

@@ -30,6 +30,7 @@ fn start(vault: &Path, max_tokens: &str) -> Server {
         .arg("--no-embeddings")
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
+        .env_remove("RECALL_ENGINE")
         .env_remove("RECALL_API_KEY")
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HUB_OFFLINE", "1")
