@@ -342,13 +342,7 @@ impl Server {
     }
 
     fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
-        let request = self.request(reqwest::Method::GET, path);
-        self.runtime.block_on(async {
-            let response = tokio::time::timeout(self.idle_timeout, request.send())
-                .await
-                .map_err(|_| RemoteError::Silent)??;
-            read_json(response).await
-        })
+        self.call(self.request(reqwest::Method::GET, path))
     }
 
     fn post_json<T: serde::de::DeserializeOwned>(
@@ -356,7 +350,14 @@ impl Server {
         path: &str,
         body: &Value,
     ) -> Result<T, RemoteError> {
-        let request = self.request(reqwest::Method::POST, path).json(body);
+        self.call(self.request(reqwest::Method::POST, path).json(body))
+    }
+
+    /// Sends `request` and reads its whole JSON reply, within the idle time-out.
+    fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, RemoteError> {
         self.runtime.block_on(async {
             let response = tokio::time::timeout(self.idle_timeout, request.send())
                 .await
