@@ -315,8 +315,7 @@ impl Workbench {
             &info.eos_text,
         )?;
         tracing::info!("prompt family: {}", template.family().name());
-        let unknown = model.unknown_tokens(&template.special_tokens());
-        if let Some(err) = wrong_layout(&model, &template, unknown) {
+        if let Err(err) = check_layout(&model, &template) {
             runtime.block_on(manager.shutdown());
             return Err(err);
         }
@@ -391,19 +390,14 @@ impl Workbench {
     }
 }
 
-/// Why `model` cannot be given prompts in `template`'s layout, if it cannot: markers of the
-/// layout that its vocabulary does not have as tokens (see [`ChatTemplate::special_tokens`]).
-fn wrong_layout(
-    model: &Model,
-    template: &ChatTemplate,
-    unknown: Result<Vec<&str>, crate::engine::EngineError>,
-) -> Option<anyhow::Error> {
-    let unknown = match unknown {
-        Ok(unknown) if unknown.is_empty() => return None,
-        Ok(unknown) => unknown,
-        Err(err) => return Some(err.into()),
-    };
-    Some(anyhow::anyhow!(
+/// Whether `model` can be given prompts in `template`'s layout: its vocabulary must have every
+/// marker the layout writes as a token (see [`ChatTemplate::special_tokens`]).
+fn check_layout(model: &Model, template: &ChatTemplate) -> Result<()> {
+    let unknown = model.unknown_tokens(&template.special_tokens())?;
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
         "the model {} ({}) does not have {} as special tokens, which its prompt layout, {}, \
          writes: its vocabulary is not the one this layout is for (a server started with \
          another model, or with --chat-template?)",
@@ -411,7 +405,7 @@ fn wrong_layout(
         model.location(),
         unknown.join(" "),
         template.family().name()
-    ))
+    )
 }
 
 /// Writes streamed text to stdout; stops generation when nobody reads it any more.
