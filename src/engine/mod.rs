@@ -276,7 +276,7 @@ impl Throughput {
     }
 }
 
-/// Results of [`Model::bench`].
+/// Results of a speed test ([`llama::Engine::bench`], [`remote::Server::bench`]).
 #[derive(Debug, Clone)]
 pub struct BenchReport {
     /// Threads used.
