@@ -10,7 +10,6 @@ pub mod commands;
 pub mod config;
 pub mod embedding;
 pub mod engine;
-pub mod excerpt;
 pub mod grammar;
 pub mod language;
 pub mod markup;

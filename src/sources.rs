@@ -11,24 +11,22 @@ use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use obsidian_kb::api;
+use obsidian_kb::{api, excerpt};
 use regex::Regex;
 use serde::Serialize;
 
 use crate::vault::VaultResult;
-use crate::{excerpt, markup, support};
+use crate::{markup, support};
 
-/// Characters of a search hit's passage the model reads ([`excerpt`]): the first hit's, then
-/// each other one's. Measured on the 103 help questions (SmolLM2 reading the same sources):
-/// 800/400 cut the prompt tokens read before the answer from ~800 to ~670 and kept an answer
-/// keyword in view for 72 questions (76 with whole passages); on the 43, 600/300 kept 25 of 28
-/// and 400/200 21. With 800/400, Qwen2.5-1.5B cites the gold note and writes a keyword as
-/// often as it did with whole passages (87 and 69 of 103; 87 and 68 before). The losses are
-/// questions in other words than the note's, which a cut by words cannot see. Smaller cuts read
-/// fewer tokens but cost answers: 600/300 with a shared total of 1,800 characters (and the
-/// answer prompt's question once, its headers without URIs) read ~480 tokens instead of ~615
-/// and cut a question's time from 15.2 to 14.3 s, but Qwen cited the gold note for 81 of 103
-/// and wrote a keyword in its own words for 60 (87 and 65 here).
+/// Characters of a search hit's passage the model reads when the search asked the vault for
+/// no excerpt (a search the model wrote, or a vault server without excerpts), cut by the
+/// question's words ([`excerpt`]): the first hit's, then each other one's. Measured on the 103
+/// help questions (SmolLM2 reading the same sources): 800/400 cut the prompt tokens read
+/// before the answer from ~800 to ~670 and kept an answer keyword in view for 72 questions (76
+/// with whole passages), and Qwen2.5-1.5B cited the gold note and wrote a keyword as often as
+/// with whole passages (87 and 69 of 103; 87 and 68 before). The agent's own searches ask for
+/// the vault's excerpts, which weigh meaning too and are cut much shorter
+/// (`agent::retrieve`).
 const SHOWN_CHARS: [usize; 2] = [800, 400];
 
 /// One numbered source.
@@ -44,8 +42,8 @@ pub struct Source {
     pub heading_path: Vec<String>,
     /// `obsidian://open` link to the note at that heading.
     pub link: String,
-    /// What the model was shown: a search hit's passage cut to what bears on the question
-    /// ([`crate::excerpt`]), or a read whole.
+    /// What the model was shown: a search's best hit whole, a later hit cut to what bears on
+    /// the question ([`obsidian_kb::excerpt`]), a read whole.
     pub text: String,
     /// The whole passage or read: what a quote shows the person.
     pub passage: String,
@@ -253,7 +251,18 @@ impl Sources {
         let shown = match &self.question {
             Some(question) => {
                 let passages: Vec<&str> = plain.iter().map(String::as_str).collect();
-                excerpt::excerpts(question, &passages, &SHOWN_CHARS)
+                let by_words = excerpt::excerpts(question, &passages, &SHOWN_CHARS, None);
+                // The vault's own excerpt, where the search asked for one, weighs meaning too;
+                // the best hit is read whole all the same.
+                out.hits
+                    .iter()
+                    .zip(by_words)
+                    .enumerate()
+                    .map(|(i, (hit, by_words))| match &hit.excerpt {
+                        Some(cut) if i > 0 => markup::plain(cut),
+                        _ => by_words,
+                    })
+                    .collect()
             }
             None => plain,
         };
@@ -395,7 +404,10 @@ impl Sources {
             return self.given();
         }
         // Each mark is held against the words it vouches for (`claims`): its own sentence when
-        // every sentence has a mark, the whole answer for a closing `Sources: [1]`.
+        // every sentence has a mark, the whole answer for a closing `Sources: [1]`. A source
+        // vouches with what the model read of it: held against whole passages, the same answers
+        // cited later hits they did not come from more often (11 of 56 help questions), the
+        // gold note no more often.
         let mut kept = BTreeSet::new();
         let mut replaced: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
         let held: Vec<String> = self
@@ -589,6 +601,7 @@ mod tests {
             title: uri.trim_start_matches("note://").into(),
             heading_path: heading.iter().map(|h| h.to_string()).collect(),
             passage: passage.into(),
+            excerpt: None,
             score: 1.0,
             link: format!("obsidian://open?vault=v&file={}", uri.len()),
             matched: api::Matched::Words,
@@ -764,6 +777,33 @@ mod tests {
         assert_eq!(sources.list().len(), 3);
         assert_eq!(sources.references(), ["note://Exams", "note://Cells"]);
         assert_eq!(sources.sections(), ["Midterm", "Parts"]);
+    }
+
+    #[test]
+    fn later_hits_read_as_the_vaults_excerpt_the_best_one_whole() {
+        let mut sources = Sources::for_question("when is the midterm?");
+        let with_excerpt = |uri, passage: &str, excerpt: &str| api::SearchHit {
+            excerpt: Some(excerpt.into()),
+            ..hit(uri, &[], passage)
+        };
+        let text = sources.add(&search(vec![
+            with_excerpt("note://Exams", "Midterm: Room 204. Bring a pen.", "…"),
+            with_excerpt(
+                "note://Dates",
+                "Term starts in May. The **midterm** is on March 3.",
+                "… The **midterm** is on March 3.",
+            ),
+        ]));
+        assert_eq!(
+            text,
+            "[1] Exams (note://Exams)\nMidterm: Room 204. Bring a pen.\n\n\
+             [2] Dates (note://Dates)\n… The midterm is on March 3."
+        );
+        // The quote a person is shown keeps the whole passage.
+        assert_eq!(
+            sources.list()[1].passage,
+            "Term starts in May. The **midterm** is on March 3."
+        );
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn retrieval_first_then_the_answer_from_the_numbered_passages() {
     assert!(search.ok && search.notes.contains(&"note://🚀 Launch".to_string()));
     assert_eq!(
         conversation[2].content,
-        r#"[search_notes(query="launch checklist", limit=5)]"#
+        r#"[search_notes(query="launch checklist", limit=5, excerpt=100)]"#
     );
     // The answer step sees the numbered passages.
     let first = &model.prompts[0];
@@ -549,7 +549,7 @@ fn the_same_call_twice_forces_the_answer() {
 #[test]
 fn copying_the_opening_search_counts_as_a_repeat() {
     let rig = rig(&fixture_vault());
-    let copy = r#"[search_notes(query="launch checklist", limit=5)]"#;
+    let copy = r#"[search_notes(query="launch checklist", limit=5, excerpt=100)]"#;
     let mut model = ScriptedModel::new([copy, "A checklist for the club [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
     assert_eq!(turn.steps.len(), 3);

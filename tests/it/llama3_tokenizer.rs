@@ -232,7 +232,7 @@ fn the_decision_prompts_fixed_part_spends_no_tokens_on_whitespace_or_null() {
         "{schemas}"
     );
     assert!(!schemas.contains("  "), "no indentation: {schemas}");
-    // 1,094 at stop 6; 1,127 since `search_notes` took `passages` (the prompt cache keeps
-    // this part across runs).
-    assert!(fixed <= 1130, "the fixed part grew to {fixed} tokens");
+    // 1,094 at stop 6; 1,127 since `search_notes` took `passages`, 1,164 since `excerpt` (the
+    // prompt cache keeps this part across runs).
+    assert!(fixed <= 1170, "the fixed part grew to {fixed} tokens");
 }

@@ -133,6 +133,15 @@ pub struct SearchParams {
     /// Only notes with this tag (without `#`); nested tags match their parent (`a` finds `a/b`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// Also give each hit an excerpt: the sentences that bear on the query, in at most this
+    /// many characters.
+    #[serde(
+        default,
+        deserialize_with = "lenient_usize",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 50, max = 800))]
+    pub excerpt: Option<usize>,
 }
 
 /// `list_notes` input.
@@ -211,6 +220,11 @@ pub struct SearchHit {
     /// The passage: the section's text, or the matching part of a long section (at most
     /// [`PASSAGE_CHARS`] characters).
     pub passage: String,
+    /// With `excerpt` asked: the passage's lines and sentences that bear most on the query, by
+    /// its words and by meaning, in order, an ellipsis where text was left out
+    /// ([`crate::excerpt`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
     /// Relevance (higher is better).
     pub score: f64,
     /// `obsidian://open` link to the note at the passage's heading.

@@ -267,8 +267,13 @@ impl Embedder {
 
     /// Embeds a search query on the query thread: it never waits behind background work.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let mut v = self.submit(vec![text.to_string()], Role::Query)?;
+        let mut v = self.embed_queries(vec![text.to_string()])?;
         v.pop().ok_or(EmbedError::Stopped)
+    }
+
+    /// Embeds a batch on the query thread, for a search in progress.
+    pub fn embed_queries(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.submit(texts, Role::Query)
     }
 
     /// Embeds a batch for the index, on the idle-priority thread.

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod embed;
+pub mod excerpt;
 pub mod frontmatter;
 pub mod gguf_meta;
 pub mod index;

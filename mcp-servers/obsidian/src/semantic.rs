@@ -270,6 +270,33 @@ impl Semantic {
         Ok(Some(self.read_store().rank(&q, |_| true)))
     }
 
+    /// Each text's similarity in meaning to `query` (cosine; all embedded at once on the query
+    /// thread), or `None` while no model is loaded or when it does not cover the query's
+    /// language. Needs no vault vector: it serves a search's first hits while the vault is
+    /// still being embedded.
+    pub fn similarities(
+        &self,
+        query: &str,
+        texts: &[&str],
+    ) -> Result<Option<Vec<f32>>, EmbedError> {
+        let Some(embedder) = self.embedder.get() else {
+            return Ok(None);
+        };
+        if texts.is_empty() || !self.covers(query) {
+            return Ok(None);
+        }
+        let mut batch = Vec::with_capacity(texts.len() + 1);
+        batch.push(query.to_string());
+        batch.extend(texts.iter().map(|t| t.to_string()));
+        let vectors = embedder.embed_queries(batch)?;
+        let (q, rest) = vectors.split_first().ok_or(EmbedError::Stopped)?;
+        Ok(Some(
+            rest.iter()
+                .map(|v| v.iter().zip(q).map(|(a, b)| a * b).sum())
+                .collect(),
+        ))
+    }
+
     /// Counts the store's progress afresh; called under its write lock after every change.
     fn recount(&self, store: &VectorStore) {
         *self.counts.lock().unwrap_or_else(|p| p.into_inner()) = Some(store.progress());

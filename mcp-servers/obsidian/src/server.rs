@@ -36,10 +36,10 @@ use crate::api::{
     TagsParams,
 };
 use crate::index::{SharedIndex, VaultIndex};
-use crate::note;
 use crate::resolve::{RefError, Target};
 use crate::semantic::Semantic;
 use crate::vault::{VaultError, rfc3339};
+use crate::{excerpt, note};
 
 /// Serves `index` over MCP on stdin/stdout until the client closes the connection; search is
 /// hybrid once `semantic` has vectors.
@@ -195,6 +195,8 @@ const MAX_LIMIT: usize = 500;
 const MAX_SEARCH_LIMIT: usize = 50;
 /// Most passages of one note in a search result.
 const MAX_PASSAGES_PER_NOTE: usize = 3;
+/// The shortest excerpt asked for that is honoured: shorter is rarely a whole sentence.
+const MIN_EXCERPT_CHARS: usize = 50;
 const MAX_READ_CHARS: usize = 100_000;
 
 /// The MCP server.
@@ -387,12 +389,13 @@ impl Tools {
                     link: api::obsidian_link(&vault_name, &e.rel, heading),
                     heading_path: p.heading_path,
                     passage: p.text,
+                    excerpt: None,
                     score,
                     matched: h.matched,
                 });
             }
         }
-        let out = SearchOutput {
+        let mut out = SearchOutput {
             hits: found,
             ranking: if by_meaning.is_some() {
                 api::Ranking::Hybrid
@@ -408,6 +411,11 @@ impl Tools {
             }),
         };
         drop(idx);
+        if let Some(bound) = p.excerpt {
+            // Unit embeddings wait for the query thread, so the index lock is released first.
+            let bound = bound.clamp(MIN_EXCERPT_CHARS, api::PASSAGE_CHARS);
+            add_excerpts(&mut out.hits, &p.query, bound, semantic);
+        }
         let mut text = String::new();
         if out.hits.is_empty() {
             text.push_str(
@@ -647,6 +655,38 @@ impl Tools {
 /// Appends one search hit for the model, compactly: a numbered line with the title, the heading
 /// path and the URI, then the passage, then a blank line. A first heading that only repeats
 /// the title (the usual `# Title`) is left out of the line.
+/// Each hit's excerpt within `bound` characters ([`excerpt::excerpts`]), its sentences weighed
+/// by meaning too where `semantic` has a model for the query's language: every unit of every
+/// hit embedded in one batch, on the query thread.
+fn add_excerpts(hits: &mut [SearchHit], query: &str, bound: usize, semantic: Option<&Semantic>) {
+    let passages: Vec<&str> = hits.iter().map(|h| h.passage.as_str()).collect();
+    let units: Vec<Vec<&str>> = passages.iter().map(|p| excerpt::units(p)).collect();
+    let all: Vec<&str> = units.iter().flatten().copied().collect();
+    let similarities = match semantic.map(|s| s.similarities(query, &all)) {
+        Some(Ok(found)) => found,
+        Some(Err(e)) => {
+            tracing::warn!("excerpts by words alone: {e}");
+            None
+        }
+        None => None,
+    };
+    let meaning: Option<Vec<Vec<f32>>> = similarities.map(|similarities| {
+        let mut rest = similarities.as_slice();
+        units
+            .iter()
+            .map(|u| {
+                let (row, tail) = rest.split_at(u.len());
+                rest = tail;
+                row.to_vec()
+            })
+            .collect()
+    });
+    let cuts = excerpt::excerpts(query, &passages, &[bound], meaning.as_deref());
+    for (hit, cut) in hits.iter_mut().zip(cuts) {
+        hit.excerpt = Some(cut);
+    }
+}
+
 fn render_hit(text: &mut String, n: usize, h: &SearchHit) {
     let _ = write!(text, "{n}. {}", h.title);
     let repeats_title =
@@ -656,8 +696,9 @@ fn render_hit(text: &mut String, n: usize, h: &SearchHit) {
         let _ = write!(text, " › {heading}");
     }
     let _ = writeln!(text, " ({})", h.uri);
-    if !h.passage.is_empty() {
-        let _ = writeln!(text, "{}", h.passage);
+    let shown = h.excerpt.as_deref().unwrap_or(&h.passage);
+    if !shown.is_empty() {
+        let _ = writeln!(text, "{shown}");
     }
     text.push('\n');
 }

@@ -18,7 +18,7 @@
 //!   `initialize` reply (search by words is ready) and the moment its status resource says
 //!   search is hybrid; then one `search_notes` at a time over stdio (p50/p99, query embedding
 //!   included) and the server's peak RSS.
-//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]`:
+//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
 //!   vault paths, as in `benches/qa/`) reports whether a gold note is first and whether it is
 //!   in the top K (default 5), by words alone, by meaning alone, fused, and as served (fused
@@ -30,7 +30,10 @@
 //!   them. No model can write a keyword it is not shown (or already knows), so this bounds
 //!   what the answer-quality benchmark can score. For each question whose keyword is not
 //!   shown, it says where each gold note in the top K ranks, which passage was shown, and
-//!   which of its passages (in the order `search_notes` gives them) holds a keyword.
+//!   which of its passages (in the order `search_notes` gives them) holds a keyword. With
+//!   `--excerpt`, each set of bounds (by rank, `;` between sets) gives the keyword shown when
+//!   each note's first passage is cut to its bound ([`obsidian_kb::excerpt`]), by words alone
+//!   and by words and meaning, and the median characters of passage text shown.
 //! - `obsidian-kb-bench first-hour VAULT --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]`:
 //!   the real server over stdio on an empty vector cache, as a person's first session finds
 //!   it: at 0%, 25%, 50%, 75% and 100% of the embedding, every question of the QA file is
@@ -106,7 +109,7 @@ const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
        obsidian-kb-bench hybrid VAULT_DIR --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]
        obsidian-kb-bench first-hour VAULT_DIR --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]
-       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]]";
+       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]]";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -538,6 +541,19 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         .collect::<Result<_, _>>()?;
     let passages = per_rank.iter().copied().max().unwrap_or(1);
     let passages_at = |rank: usize| per_rank.get(rank).or(per_rank.last()).map_or(1, |&p| p);
+    // Excerpt bounds to weigh, `;` between sets, each set by rank: `800,400;400,200`.
+    let excerpt_bounds: Vec<Vec<usize>> = match flag(args, "--excerpt") {
+        Some(sets) => sets
+            .split(';')
+            .map(|set| set.split(',').map(str::parse).collect())
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    // Per set: keyword shown by words alone and with meaning, and the characters shown.
+    let mut excerpt_rows: Vec<ExcerptRow> = excerpt_bounds
+        .iter()
+        .map(|b| ExcerptRow::new(b.clone()))
+        .collect();
     let model = flag(args, "--embedding-model").map(PathBuf::from);
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -633,6 +649,29 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 served
             }
         };
+        if !excerpt_rows.is_empty() {
+            let heads: Vec<String> = final_hits
+                .iter()
+                .map(|h| {
+                    let title = idx.get(h.id).map_or("", |e| e.title.as_str());
+                    format!("{title}\n{}", h.passages[0].heading_path.join(" › "))
+                })
+                .collect();
+            let texts: Vec<&str> = final_hits
+                .iter()
+                .map(|h| h.passages[0].text.as_str())
+                .collect();
+            let meaning = match &semantic {
+                Some(s) => texts
+                    .iter()
+                    .map(|t| s.similarities(q, &obsidian_kb::excerpt::units(t)))
+                    .collect::<Result<Option<Vec<_>>, _>>()?,
+                None => None,
+            };
+            for row in &mut excerpt_rows {
+                row.add(q, &heads, &texts, meaning.as_deref(), keywords);
+            }
+        }
         let text = shown(&final_hits);
         if keywords.iter().any(|w| text.contains(&normalise(w))) {
             shown_keyword += 1;
@@ -699,6 +738,9 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
             100.0 * shown_keyword as f64 / with_keywords as f64
         );
     }
+    for row in &excerpt_rows {
+        row.print();
+    }
     if !query_times.is_empty() {
         query_times.sort();
         println!(
@@ -708,6 +750,72 @@ fn retrieval(args: &[String]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Keyword shown and characters read with the hits' first passages cut to `bounds` (by
+/// rank), by words alone and by words and meaning.
+struct ExcerptRow {
+    bounds: Vec<usize>,
+    /// Questions with keywords; then, by words and by words and meaning: keyword shown, and
+    /// characters of excerpts per question.
+    questions: usize,
+    shown: [usize; 2],
+    chars: [Vec<usize>; 2],
+}
+
+impl ExcerptRow {
+    fn new(bounds: Vec<usize>) -> Self {
+        ExcerptRow {
+            bounds,
+            questions: 0,
+            shown: [0; 2],
+            chars: [Vec::new(), Vec::new()],
+        }
+    }
+
+    fn add(
+        &mut self,
+        question: &str,
+        heads: &[String],
+        texts: &[&str],
+        meaning: Option<&[Vec<f32>]>,
+        keywords: &[String],
+    ) {
+        if keywords.is_empty() {
+            return;
+        }
+        self.questions += 1;
+        for (mode, meaning) in [None, meaning].into_iter().enumerate() {
+            let cut = obsidian_kb::excerpt::excerpts(question, texts, &self.bounds, meaning);
+            let text: String = heads
+                .iter()
+                .zip(&cut)
+                .map(|(head, cut)| format!("{head}\n{cut}\n"))
+                .collect();
+            let text = normalise(&text);
+            if keywords.iter().any(|w| text.contains(&normalise(w))) {
+                self.shown[mode] += 1;
+            }
+            self.chars[mode].push(cut.iter().map(|c| c.chars().count()).sum());
+        }
+    }
+
+    fn print(&self) {
+        let median = |v: &[usize]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        println!(
+            "excerpts {:?}: keyword shown by words {}/{n}, by words and meaning {}/{n}; median characters {} and {}",
+            self.bounds,
+            self.shown[0],
+            self.shown[1],
+            median(&self.chars[0]),
+            median(&self.chars[1]),
+            n = self.questions,
+        );
+    }
 }
 
 /// `--threads`, else every core.

@@ -233,6 +233,22 @@ async fn paraphrased_questions_find_their_passage_by_meaning_and_not_by_words() 
         ],
         "{out:?}"
     );
+    // An excerpt keeps the sentence that answers in other words; the passage stays whole.
+    let out = structured(
+        &call(
+            &meaning,
+            "search_notes",
+            json!({ "query": "How often should I turn the pile?", "limit": 3, "excerpt": 80 }),
+        )
+        .await,
+    );
+    let hit = &out["hits"][0];
+    assert_eq!(hit["uri"], "note://Garden/Composting", "{out:?}");
+    assert_eq!(
+        hit["excerpt"], "…\nFork it over every fortnight so air reaches the middle.",
+        "{hit}"
+    );
+    assert!(hit["passage"].as_str().unwrap().contains("Kitchen scraps"));
     // Exact names still win: the title query puts that note first.
     let out = search(&meaning, "Reading list").await;
     assert_eq!(hit_uris(&out)[0], "note://Reading list");

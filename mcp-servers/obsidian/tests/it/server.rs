@@ -677,6 +677,35 @@ async fn search_returns_the_matching_section_with_its_heading_path_and_link() {
         "obsidian://open?vault=My%20Vault&file=Logbook%23Voyage"
     );
 
+    // An excerpt: the sentences that bear on the query, within the bound (the ellipses aside),
+    // each from the passage, which stays whole; the text for the model shows the excerpt. A
+    // bound under 50 is taken as 50.
+    for (asked, bound) in [(120, 120), (10, 50)] {
+        let r = call(
+            &c,
+            "search_notes",
+            json!({"query": "zeppelin hangar", "excerpt": asked}),
+        )
+        .await;
+        let hit = &structured(&r)["hits"][0];
+        let excerpt = hit["excerpt"].as_str().unwrap();
+        assert!(excerpt.contains("zeppelin hangar"), "{excerpt}");
+        let pieces: Vec<&str> = excerpt
+            .split('…')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert!(!pieces.is_empty(), "{excerpt}");
+        for piece in &pieces {
+            assert!(passage.contains(piece), "{piece:?} not in {passage}");
+        }
+        let kept: usize = pieces.iter().map(|p| p.chars().count()).sum();
+        assert!(kept <= bound, "{kept} > {bound}: {excerpt}");
+        assert_eq!(hit["passage"], passage);
+        assert!(text(&r).contains(excerpt), "{}", text(&r));
+        assert!(!text(&r).contains(passage), "{}", text(&r));
+    }
+
     // Hits are separated by a blank line; the limit is clamped to 1..=50.
     let r = call(&c, "search_notes", json!({"query": "marmots", "limit": 3})).await;
     assert_eq!(text(&r).matches("\n\n").count(), 2, "{}", text(&r));
