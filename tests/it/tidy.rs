@@ -74,7 +74,8 @@ const CONFINED: &[Confined] = &[
         scope: "mcp-servers/obsidian/src",
         allowed: &[
             "mcp-servers/obsidian/src/main.rs",
-            "mcp-servers/obsidian/src/bin/bench.rs",
+            "mcp-servers/obsidian/src/bin/bench/main.rs",
+            "mcp-servers/obsidian/src/bin/bench/retrieval.rs",
         ],
         why: "a library returns typed errors (thiserror); only its binaries use anyhow",
     },
