@@ -54,6 +54,16 @@ impl Source {
     pub fn label(&self) -> String {
         label(&self.title, &self.heading_path)
     }
+
+    /// `Folder › Subfolder › Title › Heading`: the label under the folders the note sits in
+    /// (read from its URI), as the answer step reads it.
+    pub fn breadcrumb(&self) -> String {
+        let path = self.uri.strip_prefix("note://").unwrap_or(&self.uri);
+        match path.rsplit_once('/') {
+            Some((folders, _)) => format!("{} › {}", folders.replace('/', " › "), self.label()),
+            None => self.label(),
+        }
+    }
 }
 
 /// `Title › Heading › Subheading`, without a first heading that only repeats the title (the
@@ -67,6 +77,11 @@ pub fn label(title: &str, heading_path: &[String]) -> String {
         .chain(headings)
         .collect::<Vec<_>>()
         .join(" › ")
+}
+
+/// `[n] Title › Heading (note://…)`: a source's header as the decision step reads it.
+fn header(source: &Source) -> String {
+    format!("[{}] {} ({})", source.number, source.label(), source.uri)
 }
 
 /// `answer` with the source headers it copied from the prompt taken out: whatever stands
@@ -138,22 +153,25 @@ fn heads_text(rest: &str) -> bool {
     })
 }
 
-/// The length of the longest start of `source`'s header (its title, then each `› Heading`
-/// in turn) that `text` begins with, when nothing but a colon follows it on its line; 0 if
-/// none.
+/// The length of the longest start of `source`'s header that `text` begins with, when
+/// nothing but a colon follows it on its line; 0 if none. A header is its breadcrumb (as the
+/// answer step reads it) or its label (as a decision step does), each cut at any `›`.
 fn copied_header_len(text: &str, source: &Source) -> usize {
-    let label = source.label();
-    let mut ends: Vec<usize> = label.match_indices(" › ").map(|(at, _)| at).collect();
-    ends.push(label.len());
-    ends.into_iter()
-        .rev()
-        .find(|&end| {
-            let Some(after) = text.strip_prefix(&label[..end]) else {
-                return false;
-            };
-            let line = after.lines().next().unwrap_or("").trim();
-            line.is_empty() || line == ":"
+    [source.breadcrumb(), source.label()]
+        .iter()
+        .flat_map(|header| {
+            let mut ends: Vec<usize> = header.match_indices(" › ").map(|(at, _)| at).collect();
+            ends.push(header.len());
+            ends.into_iter().map(move |end| &header[..end])
         })
+        .filter(|start| {
+            text.strip_prefix(start).is_some_and(|after| {
+                let line = after.lines().next().unwrap_or("").trim();
+                line.is_empty() || line == ":"
+            })
+        })
+        .map(str::len)
+        .max()
         .unwrap_or(0)
 }
 
@@ -371,18 +389,28 @@ impl Sources {
     /// `[n] Title › Heading (note://…)` and the text under it.
     fn render(&self, number: usize) -> String {
         let source = &self.list[number - 1];
-        format!(
-            "[{number}] {} ({})\n{}",
-            source.label(),
-            source.uri,
-            source.text
-        )
+        format!("{}\n{}", header(source), source.text)
     }
 
     /// `[n] Title › Heading (note://…)`, for a source whose text the model has been shown.
     fn render_seen(&self, number: usize) -> String {
-        let source = &self.list[number - 1];
-        format!("[{number}] {} ({}): as above.", source.label(), source.uri)
+        format!("{}: as above.", header(&self.list[number - 1]))
+    }
+
+    /// `results` (tool results of this turn, rendered here) with each source header as the
+    /// answer step reads it: `[n] Folder › Title › Heading`, the note's place without its URI.
+    /// A URI is what a tool call names a note by, and the answer step calls none: on the 103
+    /// help questions the five URIs were ~60 of the ~450 tokens Qwen2.5-1.5B read before its
+    /// first answer token. The folders stay, for they say what a note is about ("Obsidian Web
+    /// Clipper › Reader"): headers without them lost Qwen2.5-1.5B the gold note on 3 more of
+    /// the 103 questions, most where it named its sources afterwards (`super::agent::cite`).
+    pub fn for_answer(&self, results: &str) -> String {
+        let mut text = results.to_string();
+        for source in &self.list {
+            let bare = format!("[{}] {}", source.number, source.breadcrumb());
+            text = text.replace(&header(source), &bare);
+        }
+        text
     }
 
     /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
@@ -598,7 +626,7 @@ mod tests {
     fn hit(uri: &str, heading: &[&str], passage: &str) -> api::SearchHit {
         api::SearchHit {
             uri: uri.into(),
-            title: uri.trim_start_matches("note://").into(),
+            title: uri.rsplit(['/', ':']).next().unwrap_or(uri).into(),
             heading_path: heading.iter().map(|h| h.to_string()).collect(),
             passage: passage.into(),
             excerpt: None,
@@ -627,8 +655,20 @@ mod tests {
             ),
             hit("note://Backlinks", &["Show backlinks"], "Linked mentions."),
             hit("note://Canvas", &[], "Cards on a board."),
+            hit(
+                "note://Plugins/Core/Outline",
+                &["Use"],
+                "Headings as a tree.",
+            ),
         ]));
         let cut = |answer: &str| without_copied_headers(answer, sources.list());
+        // As the answer step reads it, folders first, whole or cut; or as a decision step does.
+        assert_eq!(
+            cut("- [4] Plugins › Core › Outline › Use
+- [4] Plugins › Core
+- [4] Outline:"),
+            "- \n- \n- :"
+        );
         // Whole, cut at a `›`, or the title alone, after any number.
         assert_eq!(
             cut(
@@ -773,6 +813,22 @@ mod tests {
         assert_eq!(
             text,
             "[2] Cells (note://Cells): as above.\n\n[3] Cells › Parts (note://Cells)\nNucleus."
+        );
+        // The answer step reads the headers without URIs, the folders kept; a passage's own
+        // text is kept whole.
+        assert_eq!(
+            sources.for_answer(&format!("{text}\nSee [9] Cells (note://Cells).")),
+            "[2] Cells: as above.\n\n[3] Cells › Parts\nNucleus.\nSee [9] Cells (note://Cells)."
+        );
+        let mut nested = Sources::default();
+        let text = nested.add(&search(vec![hit(
+            "note://Biology/Exams",
+            &["Midterm"],
+            "Room 204.",
+        )]));
+        assert_eq!(
+            nested.for_answer(&text),
+            "[1] Biology › Exams › Midterm\nRoom 204."
         );
         assert_eq!(sources.list().len(), 3);
         assert_eq!(sources.references(), ["note://Exams", "note://Cells"]);

@@ -1,7 +1,7 @@
 //! The answer step: the model writes the answer from the sources it was given.
 //!
-//! The conversation is rendered *without* schemas or calls (results stay) and the question is
-//! asked again, last, by `prompts/agent/answer.j2`; the answer streams under a grammar that
+//! The conversation is rendered *without* schemas or calls (results stay, their source headers
+//! without the URIs only a call would need) and the question is asked again, last, by `prompts/agent/answer.j2`; the answer streams under a grammar that
 //! cannot open a call, and a model that loops is stopped. What comes back is checked before it
 //! counts: an empty answer, one that adds nothing to the question, or a bare yes or no is
 //! followed by the best sources quoted, so the user always gets an answer. An answer that only
@@ -52,7 +52,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .answer_instruction(question, sources.list().len())?,
             )
         };
-        let mut messages = without_calls(conversation);
+        let mut messages = for_answer(conversation, sources);
         messages.extend(instruction.iter().map(Message::user));
         let prompt = self.template.answer(&messages)?;
         tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
@@ -239,8 +239,10 @@ fn is_looping(text: &str) -> bool {
 }
 
 /// The conversation as the answer step shows it: tool results stay, the calls that asked for
-/// them go. Small models copy the last call into their answer; the results say it all.
-fn without_calls(conversation: &[Message]) -> Vec<Message> {
+/// them go, and the headers of this turn's sources lose their URIs ([`Sources::for_answer`]).
+/// Small models copy the last call into their answer; the results say it all, and the answer
+/// calls no tool.
+fn for_answer(conversation: &[Message], sources: &Sources) -> Vec<Message> {
     conversation
         .iter()
         .enumerate()
@@ -248,7 +250,10 @@ fn without_calls(conversation: &[Message]) -> Vec<Message> {
             let next = conversation.get(i + 1).map(|n| n.role);
             !(m.role == Role::Assistant && next == Some(Role::Ipython))
         })
-        .map(|(_, m)| m.clone())
+        .map(|(_, m)| match m.role {
+            Role::Ipython => Message::ipython(sources.for_answer(&m.content)),
+            _ => m.clone(),
+        })
         .collect()
 }
 

@@ -115,9 +115,11 @@ fn retrieval_first_then_the_answer_from_the_numbered_passages() {
         conversation[2].content,
         r#"[search_notes(query="launch checklist", limit=5, excerpt=100)]"#
     );
-    // The answer step sees the numbered passages.
+    // The answer step sees the numbered passages, under headers without the URI only a call
+    // would need.
     let first = &model.prompts[0];
-    assert!(first.contains("[1] 🚀 Launch"), "{first}");
+    assert!(first.contains("[1] 🚀 Launch\n"), "{first}");
+    assert!(!first.contains("note://"), "{first}");
     assert!(
         first.contains("Launch checklist for the rocket club"),
         "{first}"
@@ -158,8 +160,13 @@ fn retrieval_first_then_the_answer_from_the_numbered_passages() {
     // With `--decide-first`, the first decision sees the same passages.
     let mut model = ScriptedModel::new(["I have enough.", "A checklist for the club [1]."], 8192);
     let (turn, _) = rig.ask(&mut model, decide_first(), "launch checklist");
-    assert!(model.prompts[0].contains("[1] 🚀 Launch"));
+    assert!(model.prompts[0].contains("[1] 🚀 Launch (note://🚀 Launch)\n"));
     assert!(model.prompts[0].contains("Here is a list of functions"));
+    assert!(
+        !model.prompts[1].contains("note://"),
+        "{}",
+        model.prompts[1]
+    );
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
         ["retrieve", "decision", "answer"]
@@ -206,6 +213,8 @@ fn the_notes_not_saying_is_held_back_while_the_model_looks_further() {
     assert!(read.ok && read.name == "read_note");
     let last = model.prompts.last().unwrap();
     assert!(last.contains("Prototype the valve board."), "{last}");
+    // The note read is a source whose header names its folder, as the answer step reads it.
+    assert!(last.contains("] Projects › Beta\n"), "{last}");
     assert_eq!(turn.answer, "First prototype the valve board [5].");
     let cited: Vec<_> = turn.citations.iter().filter(|c| c.cited).collect();
     assert_eq!(cited.len(), 1);
