@@ -1,13 +1,13 @@
 //! The answer step: the model writes the answer from the sources it was given.
 //!
 //! The conversation is rendered *without* schemas or calls (results stay, their source headers
-//! without the URIs only a call would need) and the question is asked again, last, by `prompts/agent/answer.j2`; the answer streams under a grammar that
-//! cannot open a call, and a model that loops is stopped. What comes back is checked before it
-//! counts: an empty answer, one that adds nothing to the question, or a bare yes or no is
-//! followed by the best sources quoted, so the user always gets an answer. An answer that only
-//! says the notes do not say can be held back while it streams ([`HoldBack`]), for the turn to
-//! look further first. An answer that cites none of its sources goes on to the attribution
-//! step ([`super::cite`]).
+//! without the URIs only a call would need) and the question is asked again, last, by
+//! `prompts/agent/answer.j2`; the answer streams under a grammar that cannot open a call, and a
+//! model that loops is stopped. What comes back is checked before it counts: an empty answer,
+//! one that adds nothing to the question, or a bare yes or no is followed by the best sources
+//! quoted, so the user always gets an answer. An answer that only says the notes do not say can
+//! be held back while it streams ([`HoldBack`]), for the turn to look further first. An answer
+//! that cites none of its sources goes on to the attribution step ([`super::cite`]).
 
 use std::ops::ControlFlow;
 use std::sync::LazyLock;
