@@ -15,7 +15,7 @@ use obsidian_kb::{api, excerpt};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::vault::VaultResult;
+use crate::vault::{VaultResult, note_path};
 use crate::{markup, support};
 
 /// Characters of a search hit's passage the model reads when the search asked the vault for
@@ -58,8 +58,7 @@ impl Source {
     /// `Folder › Subfolder › Title › Heading`: the label under the folders the note sits in
     /// (read from its URI), as the answer step reads it.
     pub fn breadcrumb(&self) -> String {
-        let path = self.uri.strip_prefix("note://").unwrap_or(&self.uri);
-        match path.rsplit_once('/') {
+        match note_path(&self.uri).rsplit_once('/') {
             Some((folders, _)) => format!("{} › {}", folders.replace('/', " › "), self.label()),
             None => self.label(),
         }

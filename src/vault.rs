@@ -217,6 +217,12 @@ impl VaultTools {
     }
 }
 
+/// The vault path of a note's `note://` URI as the vault tools return it (`note://Folder/Note`
+/// → `Folder/Note`); anything else as it is.
+pub fn note_path(uri: &str) -> &str {
+    uri.strip_prefix("note://").unwrap_or(uri)
+}
+
 /// The output's structured content as `T`, or why not.
 pub fn decode<T: DeserializeOwned>(call: &ToolCall, out: &ToolOutput) -> Result<T, VaultError> {
     if out.is_error {

@@ -8,7 +8,7 @@ use obsidian_kb::api;
 
 use crate::markup;
 use crate::tool::ToolHost;
-use crate::vault::{VaultClient, VaultError};
+use crate::vault::{VaultClient, VaultError, note_path};
 
 /// Most notes a folder target brings in; a summary of more would say little about each.
 const MAX_NOTES: usize = 50;
@@ -134,7 +134,7 @@ impl<'a, H: ToolHost> Vault<'a, H> {
 /// True when `target` names `note` exactly: its vault path or file name (with or without
 /// `.md`, any case), or its URI; not merely an alias or a title.
 fn names_note_exactly(target: &str, note: &SourceNote) -> bool {
-    let path = note.uri.strip_prefix("note://").unwrap_or(&note.uri);
+    let path = note_path(&note.uri);
     let target = target.trim().trim_start_matches("note://");
     let target = target.strip_suffix(".md").unwrap_or(target);
     let file = path.rsplit('/').next().unwrap_or(path);
