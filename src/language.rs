@@ -36,7 +36,8 @@ pub struct AnswerLines {
     pub adds_nothing: &'static str,
     /// Before them when the answer is a bare yes or no.
     pub bare_verdict: &'static str,
-    /// Heads the quoted passages.
+    /// Heads the quoted passages (`benches/answer-quality` tells the model's own words from
+    /// the quote by it: keep the two in step).
     pub most_relevant: &'static str,
     /// Instead of them when no note matched.
     pub no_note: &'static str,
