@@ -83,6 +83,12 @@ fn header(source: &Source) -> String {
     format!("[{}] {} ({})", source.number, source.label(), source.uri)
 }
 
+/// `[n] Folder › Title › Heading`: a source's header as the answer step reads it
+/// ([`Sources::for_answer`]).
+fn answer_header(source: &Source) -> String {
+    format!("[{}] {}", source.number, source.breadcrumb())
+}
+
 /// `answer` with the source headers it copied from the prompt taken out: whatever stands
 /// between a citation mark and a `(note://…)` on its line (the prompt's header form; no answer
 /// needs a note URI), and after a mark a source's `Title › Heading` (whole or cut at a `›`)
@@ -407,10 +413,21 @@ impl Sources {
     pub fn for_answer(&self, results: &str) -> String {
         let mut text = results.to_string();
         for source in &self.list {
-            let bare = format!("[{}] {}", source.number, source.breadcrumb());
-            text = text.replace(&header(source), &bare);
+            text = text.replace(&header(source), &answer_header(source));
         }
         text
+    }
+
+    /// Source `number` shown again, whole (its passage as plain text, cut by the question's
+    /// words to `chars` when longer), under its header as the answer step reads it. What the
+    /// model has read of the source is now that text, and its citation is checked against it.
+    pub fn show_whole(&mut self, number: usize, chars: usize) -> String {
+        let question = self.question.as_deref().unwrap_or_default();
+        let source = &mut self.list[number - 1];
+        let passage = markup::plain(&source.passage);
+        let mut cut = excerpt::excerpts(question, &[passage.as_str()], &[chars], None);
+        source.text = cut.pop().unwrap_or(passage);
+        format!("{}\n{}", answer_header(source), source.text)
     }
 
     /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
@@ -858,6 +875,34 @@ mod tests {
             sources.list()[1].passage,
             "Term starts in May. The **midterm** is on March 3."
         );
+    }
+
+    /// A second reading shows a source whole, as plain text, past the cut the first reading
+    /// made; its citation is then checked against what was read.
+    #[test]
+    fn a_source_shown_whole_reads_as_its_whole_passage() {
+        let mut sources = Sources::for_question("when is the midterm?");
+        let long = format!(
+            "The **midterm** is on March 3. {} Bring a pen.",
+            "Filler words about nothing. ".repeat(40)
+        );
+        sources.add(&search(vec![hit(
+            "note://Courses/Exams",
+            &["Midterm"],
+            &long,
+        )]));
+        assert!(!sources.list()[0].text.contains("Bring a pen."));
+        let text = sources.show_whole(1, 2000);
+        assert!(
+            text.starts_with("[1] Courses › Exams › Midterm\nThe midterm is on March 3."),
+            "{text}"
+        );
+        assert!(text.ends_with("Bring a pen."), "{text}");
+        assert!(sources.list()[0].text.ends_with("Bring a pen."));
+        // Bounded all the same: cut by the question's words.
+        let cut = sources.show_whole(1, 200);
+        assert!(cut.contains("midterm is on March 3"), "{cut}");
+        assert!(cut.chars().count() < 260, "{cut}");
     }
 
     #[test]

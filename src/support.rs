@@ -165,6 +165,21 @@ pub fn states_something(asked: &str, text: &str) -> bool {
     words_in(&own_terms(&mut Tokenizer::default(), asked, text)) >= MIN_CLAIM_WORDS
 }
 
+/// The share of `answer`'s own terms (distinct, those `asked` lacks, citation marks aside)
+/// that `source` holds: how much of an answer said to come from that one source does. 0 for
+/// an answer with no terms of its own.
+pub fn held_share(asked: &str, answer: &str, source: &str) -> f32 {
+    let mut tokenizer = Tokenizer::default();
+    let own: HashSet<String> = own_terms(&mut tokenizer, asked, answer)
+        .into_iter()
+        .collect();
+    if own.is_empty() {
+        return 0.0;
+    }
+    let held: HashSet<String> = tokenizer.query_terms(source).into_iter().collect();
+    own.iter().filter(|term| held.contains(*term)).count() as f32 / own.len() as f32
+}
+
 /// How a text's terms stand to what was asked (see [`overlap`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Overlap {
@@ -433,6 +448,29 @@ mod tests {
             asked,
             "Open Settings, then Appearance, and select Check for updates, then Update all."
         ));
+    }
+
+    #[test]
+    fn the_share_of_an_answer_its_source_holds() {
+        let asked = "Answer this question from source 1: how hot should the water be?";
+        let source = "Brew green tea at eighty degrees, never boiling. Steep two minutes.";
+        assert_eq!(
+            held_share(asked, "Eighty degrees, for two minutes [1].", source),
+            1.0
+        );
+        let made_up = "Use steam at 120 degrees from a copper kettle [1].";
+        assert!(held_share(asked, made_up, source) < 0.3);
+        assert_eq!(
+            held_share(asked, "The water should be hot [1].", source),
+            0.0
+        );
+        // Chinese is read in bigrams, as the vault's search reads it.
+        let source = "泡绿茶的水温是八十度，不要用沸水。每次冲泡两分钟。";
+        assert_eq!(
+            held_share("水应该多热？", "水温是八十度 [1]。", source),
+            1.0
+        );
+        assert!(held_share("水应该多热？", "用铜壶加热的蒸汽 [1]。", source) < 0.3);
     }
 
     /// Qwen2.5-1.5B answered one held-out question with the question itself and a copied

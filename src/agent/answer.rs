@@ -9,6 +9,7 @@
 //! be held back while it streams ([`HoldBack`]), for the turn to look further first. An answer
 //! that cites none of its sources goes on to the attribution step ([`super::cite`]).
 
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
@@ -21,12 +22,20 @@ use crate::grammar::{ANSWER_GBNF, ROOT};
 use crate::language::{Language, NOTES_LACK_IT, answer_lines};
 use crate::markup;
 use crate::prompt::{Message, Role};
-use crate::sources::{Sources, without_copied_headers};
+use crate::sources::{Sources, cited_numbers, without_copied_headers};
 use crate::support::{self, Adds};
 use crate::tool::ToolHost;
 
 /// Characters of each source quoted when the model wrote no answer.
 const FALLBACK_QUOTE_CHARS: usize = 300;
+
+/// Characters of the best source the second reading shows ([`Agent::reread`]): twice what the
+/// first reading showed of it (`sources`), for the answer may lie in what that left out.
+const REREAD_CHARS: usize = 1600;
+
+/// Least share of a second reading's own words that its source must hold for it to count
+/// ([`support::held_share`]).
+const REREAD_HELD_SHARE: f32 = 0.5;
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// The answer step: the conversation without schemas or calls plus a reminder to answer
@@ -54,29 +63,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation, sources);
         messages.extend(instruction.iter().map(Message::user));
-        let prompt = self.template.answer(&messages)?;
-        tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
-        let mut request = self.request(self.options.answer_tokens);
-        request.stable_prefix = prompt.stable_len;
-        request.constraint = Some(Constraint {
-            gbnf: ANSWER_GBNF.to_string(),
-            root: ROOT.to_string(),
-            lazy_patterns: Vec::new(),
-        });
-        let answerer = self.answerer();
-        let mut streamed = String::new();
-        let completion = answerer.generate(&prompt.text, &request, &mut |text| {
-            streamed.push_str(text);
-            if is_looping(&streamed) {
-                tracing::debug!("the answer repeats itself; stopped");
-                return ControlFlow::Break(());
-            }
-            on_text(text)
-        })?;
-        // A cut answer is not the answer: the turn is stopped, whatever was streamed.
-        if completion.stop == StopReason::Cancelled {
-            return Err(Cancelled.into());
-        }
+        let completion = self.write_answer(&messages, on_text)?;
         let mut answer = completion.text.trim().to_string();
         // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
         // came from no source: asking which one would only invite a false citation.
@@ -129,6 +116,91 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             opening_from,
             notes_lack_it,
         })
+    }
+
+    /// The second reading, after an answer that the notes do not say: the best source (the
+    /// opening search's first hit) shown alone and whole ([`Sources::show_whole`]), asked
+    /// about with "the notes do not say" in English ([`crate::prompt::ChatTemplate::reread_instruction`]).
+    /// A small model often says a source lacks what it holds when it reads it among others,
+    /// cut, or when the instruction hands it a sentence in the question's language to copy.
+    /// Alone, the same model makes up an answer from a passage that does not hold one, so the
+    /// answer counts only when most of its own words come from the source
+    /// ([`REREAD_HELD_SHARE`]); nothing is streamed until it does. Returns the reading's
+    /// generation, and the answer when it counts.
+    pub(super) fn reread(
+        &mut self,
+        conversation: &[Message],
+        question: &str,
+        sources: &mut Sources,
+    ) -> Result<(Completion, Option<Answered>), AgentError> {
+        // The conversation up to this turn's question: its calls and results make way for
+        // the one source.
+        let asked = conversation
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .map_or(conversation.len(), |at| at + 1);
+        let mut messages = for_answer(&conversation[..asked], sources);
+        messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
+        let instruction = self.template.reread_instruction(question)?;
+        messages.push(Message::user(&instruction));
+        let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
+        let answer = completion.text.trim();
+        let own = without_copied_headers(answer, &sources.list()[..1]);
+        let share = support::held_share(&instruction, &own, &sources.list()[0].text);
+        tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
+        let counts = !answer.is_empty()
+            && !says_notes_lack_it(answer)
+            && support::adds(question, &instruction, &own) == Adds::Something
+            && share >= REREAD_HELD_SHARE;
+        if !counts {
+            return Ok((completion, None));
+        }
+        // It came from source 1, whether or not it says so.
+        let opening_from = cited_numbers(&own)
+            .is_empty()
+            .then(|| (answer.len(), BTreeSet::from([1])));
+        let answered = Answered {
+            text: answer.to_string(),
+            quote_at: None,
+            completion: completion.clone(),
+            attribution: None,
+            opening_from,
+            notes_lack_it: false,
+        };
+        Ok((completion, Some(answered)))
+    }
+
+    /// Generates the answer to `messages` (rendered by the answer template), streamed to
+    /// `on_text`, under a grammar that cannot open a call; a model that loops is stopped.
+    fn write_answer(
+        &mut self,
+        messages: &[Message],
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Completion, AgentError> {
+        let prompt = self.template.answer(messages)?;
+        tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
+        let mut request = self.request(self.options.answer_tokens);
+        request.stable_prefix = prompt.stable_len;
+        request.constraint = Some(Constraint {
+            gbnf: ANSWER_GBNF.to_string(),
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
+        let answerer = self.answerer();
+        let mut streamed = String::new();
+        let completion = answerer.generate(&prompt.text, &request, &mut |text| {
+            streamed.push_str(text);
+            if is_looping(&streamed) {
+                tracing::debug!("the answer repeats itself; stopped");
+                return ControlFlow::Break(());
+            }
+            on_text(text)
+        })?;
+        // A cut answer is not the answer: the turn is stopped, whatever was streamed.
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
+        Ok(completion)
     }
 }
 

@@ -8,7 +8,9 @@
 //! 1.5B model told to look further only repeats the opening search), and the model decides
 //! whether to look further still (measured on 43 questions with a 1.5B model, a decision step
 //! before every answer took 47% of the time and found no gold note that the opening search
-//! had not). Without a vault server, or with `answer_first` off, decisions come first.
+//! had not). An answer that still says so gets a second reading of the best source alone
+//! ([`settle`](Agent::settle)). Without a vault server, or with `answer_first` off, decisions
+//! come first.
 //! Citations are the sources the answer names by number, never notes the model merely mentions.
 //!
 //! This module owns the turn: its order of steps, its options and records. Each step is a
@@ -16,8 +18,8 @@
 //! - [`retrieve`]: the searches the agent makes itself (the opening one, the wider one);
 //! - [`decide`]: decision steps, generated under the tool grammar;
 //! - [`calls`]: calls checked, approved and run, their results rendered for the model;
-//! - [`answer`]: the answer step, with the hold-back of "the notes do not say" and the quote
-//!   that stands in for an answer that says nothing;
+//! - [`answer`]: the answer step, with the hold-back of "the notes do not say", the second
+//!   reading, and the quote that stands in for an answer that says nothing;
 //! - [`cite`]: the attribution step, for an answer that names none of its sources.
 //!
 //! The turn ends here ([`finish`]): the answer kept in the conversation, its citations read
@@ -117,7 +119,8 @@ pub struct CallRecord {
 /// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `retrieve`, `decision`, `answer` or `attribute`.
+    /// `retrieve`, `decision`, `answer`, `reread` (a second reading that found no answer,
+    /// [`Agent::reread`]) or `attribute`.
     pub kind: &'static str,
     /// The raw model output.
     pub output: String,
@@ -318,13 +321,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             &mut gathered,
         )?;
 
-        let answered = match held {
+        let (answered, shown) = match held {
             // Nothing new was read: the held answer stands (the same prompt would write it
-            // again), shown now.
-            Some((answered, mut shown, _)) if conversation.len() == looked_at => {
-                let _ = shown.release(on_text);
-                answered
-            }
+            // again).
+            Some((answered, shown, _)) if conversation.len() == looked_at => (answered, shown),
             held => {
                 // The held answer is replaced; its step stays where it ran.
                 if let Some((first, _, at)) = held {
@@ -332,10 +332,58 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                         .steps
                         .insert(at, step("answer", &first.completion, Vec::new()));
                 }
-                self.answer(conversation, question, &gathered.sources, on_text)?
+                let mut shown = HoldBack::default();
+                let answered =
+                    self.answer(conversation, question, &gathered.sources, &mut |text| {
+                        shown.pass(text, on_text)
+                    })?;
+                (answered, shown)
             }
         };
+        let answered = self.settle(
+            conversation,
+            question,
+            &mut gathered,
+            answered,
+            shown,
+            on_text,
+        )?;
         Ok(finish(conversation, question, gathered, answered, on_text))
+    }
+
+    /// The last answer of a turn, shown: one that the notes do not say, still held back, is
+    /// replaced by a second reading of the best source when that finds the answer
+    /// ([`Agent::reread`]). The reading's step is recorded either way: a replaced answer's
+    /// step before the new answer's, a second reading that found nothing before the answer it
+    /// kept (the person waited for both).
+    fn settle(
+        &mut self,
+        conversation: &[Message],
+        question: &str,
+        gathered: &mut Gathered,
+        answered: Answered,
+        mut shown: HoldBack,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Answered, AgentError> {
+        if !(answered.notes_lack_it && shown.holding()) || gathered.sources.list().is_empty() {
+            let _ = shown.release(on_text);
+            return Ok(answered);
+        }
+        let (reading, found) = self.reread(conversation, question, &mut gathered.sources)?;
+        match found {
+            Some(found) => {
+                gathered
+                    .steps
+                    .push(step("answer", &answered.completion, Vec::new()));
+                let _ = on_text(&found.text);
+                Ok(found)
+            }
+            None => {
+                gathered.steps.push(step("reread", &reading, Vec::new()));
+                let _ = shown.release(on_text);
+                Ok(answered)
+            }
+        }
     }
 
     /// The context answers and attributions run on: the answer model, else the decision one.

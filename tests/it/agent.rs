@@ -465,18 +465,26 @@ fn an_unmarked_opening_before_copied_sources_is_attributed() {
 #[test]
 fn an_answer_from_no_source_gets_no_citation() {
     let rig = rig(&fixture_vault());
-    // Held back, it gets a decision step; the model reads nothing more, so it stands.
-    let mut model = ScriptedModel::new(["The notes do not say.", "I have enough."], 8192);
+    // Held back, it gets a decision step; the model reads nothing more, so it stands. The
+    // second reading of the best source finds nothing either.
+    let mut model = ScriptedModel::new(
+        [
+            "The notes do not say.",
+            "I have enough.",
+            "The notes do not say.",
+        ],
+        8192,
+    );
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "launch date");
     assert_eq!(
         model.prompts.len(),
-        2,
-        "no attribution question, no second answer"
+        3,
+        "no attribution question, no second answer beside the second reading"
     );
     // The wider search ran and found nothing new: nothing was added for the model to read.
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "retrieve", "decision", "answer"]
+        ["retrieve", "retrieve", "decision", "reread", "answer"]
     );
     let (said, quoted) = turn.answer.split_once("\n\n").unwrap();
     assert_eq!(said, "The notes do not say.");
@@ -495,6 +503,61 @@ fn an_answer_from_no_source_gets_no_citation() {
     assert_eq!(model.prompts.len(), 2);
     assert_eq!(turn.answer, "It is windy.");
     assert!(turn.citations.iter().all(|c| !c.cited));
+}
+
+/// A small model reading several cut sources says the notes do not say when the first holds
+/// the answer; the best source alone, whole, is read again, with "the notes do not say" asked
+/// for in English (a sentence in the question's language is what such a model copies). The
+/// second answer is shown only when its words come from that source.
+#[test]
+fn a_second_reading_of_the_best_source_finds_what_the_first_missed() {
+    let rig = rig(&fixture_vault());
+    let question = "泡绿茶的水应该多热？";
+    let answer = "泡绿茶的水温是八十度，每次冲泡两分钟 [1]。";
+    let mut model = ScriptedModel::new(["笔记中没有说明。", "I have enough.", answer], 8192);
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "retrieve", "decision", "answer", "answer"]
+    );
+    assert_eq!(turn.steps[3].output, "笔记中没有说明。");
+    assert_eq!(turn.answer, answer, "only the second answer was shown");
+    assert!(!turn.fallback);
+    assert_eq!(cited_uris(&turn), ["note://中文笔记"]);
+    assert_eq!(conversation.last().unwrap().content, answer);
+    let reading = model.prompts.last().unwrap();
+    assert!(
+        reading.contains("] 中文笔记 › 绿茶\n泡绿茶的水温是八十度"),
+        "{reading}"
+    );
+    assert!(reading.contains("written in Chinese"), "{reading}");
+    assert!(reading.contains("Use only source 1."), "{reading}");
+    assert!(
+        reading.contains("answer that the notes do not say.")
+            && !reading.contains("笔记中没有说明"),
+        "{reading}"
+    );
+    assert!(
+        !reading.contains("Here is a list of functions"),
+        "{reading}"
+    );
+
+    // An answer the source does not bear out is made up: the first answer stands, with the
+    // sources quoted after it.
+    let made_up = "水应该是一百二十度的蒸汽，用铜壶加热三十分钟 [1]。";
+    let mut model = ScriptedModel::new(["笔记中没有说明。", "I have enough.", made_up], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(
+        turn.answer
+            .starts_with("笔记中没有说明。\n\n最相关的段落："),
+        "{}",
+        turn.answer
+    );
+    assert!(!turn.answer.contains("铜壶"), "{}", turn.answer);
+    assert!(turn.fallback);
+    assert!(turn.citations.iter().all(|c| !c.cited));
+    assert_eq!(turn.steps[3].kind, "reread");
+    assert_eq!(turn.steps[3].output, made_up);
 }
 
 #[test]

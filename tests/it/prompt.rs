@@ -492,6 +492,22 @@ fn the_answer_instruction_names_a_cjk_questions_language() {
     );
 }
 
+/// A second reading asks about one source, and for "the notes do not say" in English whatever
+/// the question's language: a sentence given in it is what a small model copies.
+#[test]
+fn the_reread_instruction_names_one_source_and_no_sentence_to_copy() {
+    let text = ChatTemplate::llama3()
+        .reread_instruction("快照会保留多久？")
+        .unwrap();
+    assert_eq!(
+        text,
+        "Answer this question from the numbered sources above: 快照会保留多久？\n\
+         Answer in at most three sentences of your own, written in Chinese; do not copy the \
+         sources. After each fact, write the number of its source in brackets, like [1]. Use \
+         only source 1. If the sources do not say, answer that the notes do not say."
+    );
+}
+
 /// The prompt cache keeps the KV state of `text[..stable_len]`: it must be the same for every
 /// question with the same tools and system prompt, and end where a special token follows.
 #[test]
