@@ -125,14 +125,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// cut, or when the instruction hands it a sentence in the question's language to copy.
     /// Alone, the same model makes up an answer from a passage that does not hold one, so the
     /// answer counts only when most of its own words come from the source
-    /// ([`REREAD_HELD_SHARE`]); nothing is streamed until it does. Returns the reading's
-    /// generation, and the answer when it counts.
+    /// ([`REREAD_HELD_SHARE`]); nothing is streamed until it does.
     pub(super) fn reread(
         &mut self,
         conversation: &[Message],
         question: &str,
         sources: &mut Sources,
-    ) -> Result<(Completion, Option<Answered>), AgentError> {
+    ) -> Result<Reading, AgentError> {
         // The conversation up to this turn's question: its calls and results make way for
         // the one source.
         let asked = conversation
@@ -153,21 +152,20 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             && support::adds(question, &instruction, &own) == Adds::Something
             && share >= REREAD_HELD_SHARE;
         if !counts {
-            return Ok((completion, None));
+            return Ok(Reading::Nothing(completion));
         }
         // It came from source 1, whether or not it says so.
         let opening_from = cited_numbers(&own)
             .is_empty()
             .then(|| (answer.len(), BTreeSet::from([1])));
-        let answered = Answered {
+        Ok(Reading::Found(Box::new(Answered {
             text: answer.to_string(),
             quote_at: None,
-            completion: completion.clone(),
+            completion,
             attribution: None,
             opening_from,
             notes_lack_it: false,
-        };
-        Ok((completion, Some(answered)))
+        })))
     }
 
     /// Generates the answer to `messages` (rendered by the answer template), streamed to
@@ -292,6 +290,14 @@ pub(super) struct Answered {
     pub(super) opening_from: Option<OpeningSources>,
     /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
     pub(super) notes_lack_it: bool,
+}
+
+/// What a second reading ([`Agent::reread`]) came to.
+pub(super) enum Reading {
+    /// An answer from the source, to show instead of "the notes do not say".
+    Found(Box<Answered>),
+    /// No answer that counts; the reading's generation, for the turn's record.
+    Nothing(Completion),
 }
 
 /// Characters of an answer's end that, found three times, mean the model is looping.

@@ -48,7 +48,7 @@ use crate::sources::{Citation, Claim, Sources};
 use crate::tool::{ToolCall, ToolHost, ToolRoute};
 use crate::vault::VaultTools;
 
-use answer::{Answered, HoldBack, quote_sources};
+use answer::{Answered, HoldBack, Reading, quote_sources};
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");
@@ -369,16 +369,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let _ = shown.release(on_text);
             return Ok(answered);
         }
-        let (reading, found) = self.reread(conversation, question, &mut gathered.sources)?;
-        match found {
-            Some(found) => {
+        match self.reread(conversation, question, &mut gathered.sources)? {
+            Reading::Found(found) => {
                 gathered
                     .steps
                     .push(step("answer", &answered.completion, Vec::new()));
                 let _ = on_text(&found.text);
-                Ok(found)
+                Ok(*found)
             }
-            None => {
+            Reading::Nothing(reading) => {
                 gathered.steps.push(step("reread", &reading, Vec::new()));
                 let _ = shown.release(on_text);
                 Ok(answered)
