@@ -11,18 +11,46 @@ fn heading(line: &str) -> Option<&str> {
         .then(|| text.trim().trim_end_matches('#').trim())
 }
 
-/// Paragraphs, with each heading starting a new one.
+/// True for a line that opens or closes a fenced code block.
+fn fence(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("```") || line.starts_with("~~~")
+}
+
+/// The lines of `text` outside fenced code blocks, fences left out: a `# comment` in a shell
+/// example is not a heading, and an example is not a statement to ask about.
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut in_code = false;
+    text.lines().filter(move |line| {
+        if fence(line) {
+            in_code = !in_code;
+            return false;
+        }
+        !in_code
+    })
+}
+
+/// Paragraphs, with each heading starting a new one; a fenced code block is one paragraph,
+/// blank lines and all.
 pub fn blocks(text: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current = String::new();
+    let mut in_code = false;
     for line in text.lines() {
-        if line.trim().is_empty() || heading(line).is_some() {
+        let was_code = in_code;
+        if fence(line) {
+            in_code = !in_code;
+        }
+        // An opening fence starts a block; inside one, nothing ends it but its closing fence.
+        let breaks =
+            !was_code && (fence(line) || line.trim().is_empty() || heading(line).is_some());
+        if breaks {
             if !current.trim().is_empty() {
                 blocks.push(current.trim_end().to_string());
             }
             current.clear();
         }
-        if !line.trim().is_empty() {
+        if was_code || !line.trim().is_empty() {
             if !current.is_empty() {
                 current.push('\n');
             }
@@ -56,10 +84,9 @@ impl ChunkSizer for Sizer<'_> {
     }
 }
 
-/// The characters of `block` outside its heading lines.
+/// The characters of `block` outside its heading lines and code blocks.
 pub fn body_chars(block: &str) -> usize {
-    block
-        .lines()
+    prose_lines(block)
         .filter(|line| heading(line).is_none())
         .map(|line| line.trim().chars().count())
         .sum()
@@ -75,7 +102,7 @@ pub fn headings(chunks: &[String]) -> Vec<Option<String>> {
         .map(|chunk| {
             let first = chunk.lines().next().and_then(heading);
             let start = first.map(str::to_string).or_else(|| current.clone());
-            if let Some(last) = chunk.lines().rev().find_map(heading) {
+            if let Some(last) = prose_lines(chunk).filter_map(heading).last() {
                 current = Some(last.to_string());
             }
             start
@@ -132,6 +159,23 @@ mod tests {
             chunks.contains(&"```\nfn a() {}\n\nfn b() {}\n```".to_string()),
             "{chunks:?}"
         );
+    }
+
+    #[test]
+    fn a_code_block_is_one_paragraph_with_no_headings_or_prose() {
+        let text = "Install it:\n```shell\n# Login\nob login\n\nob sync\n```\n\n## Use\nRun it.";
+        let paragraphs = blocks(text);
+        assert_eq!(
+            paragraphs,
+            [
+                "Install it:",
+                "```shell\n# Login\nob login\n\nob sync\n```",
+                "## Use\nRun it."
+            ]
+        );
+        assert_eq!(headings(&paragraphs), [None, None, Some("Use".to_string())]);
+        assert_eq!(body_chars(&paragraphs[1]), 0);
+        assert_eq!(body_chars(&paragraphs[2]), "Run it.".len());
     }
 
     #[test]
