@@ -181,10 +181,14 @@ pub fn held_share(asked: &str, answer: &str, source: &str) -> f32 {
 }
 
 /// How a text's terms stand to what was asked (see [`overlap`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Overlap {
     /// Distinct terms of the text that were not asked.
     pub own: usize,
+    /// About how many words those terms stand for (a CJK bigram counts half, [`words_in`]).
+    pub own_words: f32,
+    /// Whether one of them holds a digit: a number, a size, a key.
+    pub own_number: bool,
     /// Terms of the text that were asked.
     pub asked: usize,
 }
@@ -197,8 +201,11 @@ pub fn overlap(asked: &str, text: &str) -> Overlap {
     let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
     let terms = tokenizer.query_terms(text);
     let own: HashSet<&String> = terms.iter().filter(|t| !asked.contains(*t)).collect();
+    let own: Vec<String> = own.into_iter().cloned().collect();
     Overlap {
         own: own.len(),
+        own_words: words_in(&own),
+        own_number: own.iter().any(|t| t.chars().any(|c| c.is_ascii_digit())),
         asked: terms.iter().filter(|t| asked.contains(*t)).count(),
     }
 }

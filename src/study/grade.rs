@@ -120,12 +120,9 @@ pub(super) fn interactive(
     let mut items: Vec<QuizItem> = Vec::new();
     let mut score = 0.0;
     let mut graded = 0;
-    for slot in 0..count * 2 {
-        if items.len() == count {
+    while items.len() < count {
+        let Some(item) = asker.next(&items)? else {
             break;
-        }
-        let Some(item) = asker.next(&items, slot)? else {
-            continue;
         };
         let note = &asker.notes[item.note];
         writeln!(

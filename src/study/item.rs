@@ -4,8 +4,10 @@
 //! items one at a time: the notes take turns, a long note's questions spread over its pieces,
 //! and a reply that is cut off, repeats an earlier question of the quiz, or tests nothing (its
 //! answer is the note's title or says back the question, or the question points at its source)
-//! is retried once with the form spelled out. Items are plain text: the model reads notes with their markup rendered, and any label
-//! or mark it writes anyway is taken off.
+//! is retried once with the form spelled out. An item whose answer adds only a word to its
+//! question is kept as a spare, asked only when the slots run out. Items are plain text: the
+//! model reads notes with their markup rendered, and any label or mark it writes anyway is
+//! taken off.
 //!
 //! Both ends of a quiz take their items from here: printed in a format ([`super::quiz`] through
 //! [`super::export`]) or asked and graded on the terminal ([`super::grade`]); this module
@@ -121,9 +123,9 @@ fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> 
 }
 
 /// Why an item tests nothing, if it does not: its answer is only words of the note's title, or
-/// only words of its question. Words as the vault's search reads them (stemmed, stop words
-/// out, CJK in bigrams), so "They are synced by default." says back "Is syncing on by
-/// default?", and "七天" is a fact of its own. What the quiz retries on; `benches/quiz-quality`
+/// only words of its question (or none at all). Words as the vault's search reads them
+/// (stemmed, stop words out, CJK in bigrams), so "They are synced by default." says back "Is
+/// syncing on by default?", and "七天" is a fact of its own. What the quiz retries on; `benches/quiz-quality`
 /// judges items by a fuller rubric of its own.
 fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
     if points_at_its_source(&qa.question) {
@@ -133,11 +135,26 @@ fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
     if of_title.own == 0 && of_title.asked > 0 {
         return Some("its answer is the note's title");
     }
-    let of_question = support::overlap(&qa.question, &qa.answer);
-    if of_question.own == 0 && of_question.asked > 0 {
-        return Some("its answer says back its question");
+    // An answer of stop words alone ("It is.", "`[!note]`": "note" is one in a vault) says
+    // nothing either.
+    if support::overlap(&qa.question, &qa.answer).own == 0 {
+        return Some("its answer adds nothing to its question");
     }
     None
+}
+
+/// Fewer words of its own than this (and no number), beside a word of its question, and an
+/// answer says little beyond what was asked ([`says_little`]).
+const MIN_OWN_WORDS: f32 = 2.0;
+
+/// True when an item's answer adds under [`MIN_OWN_WORDS`] words to its question (none of them
+/// a number) while saying back a word of it: "What is the default title of a callout?" → "It
+/// is in title case.", "What type of client is it?" → "A headless client". Such an item is
+/// a spare, asked only when the quiz's other passages run out: asking the same passage again
+/// (warmer, with "state the fact itself") mostly wrote another short answer.
+fn says_little(qa: &QaPair) -> bool {
+    let of_question = support::overlap(&qa.question, &qa.answer);
+    of_question.asked > 0 && !of_question.own_number && of_question.own_words < MIN_OWN_WORDS
 }
 
 /// True for a question that needs its source to make sense: one that asks about "the text",
@@ -234,17 +251,35 @@ struct QuizVars<'a> {
 }
 
 /// Writes quiz items one at a time: which note and piece each slot asks about, the prompt, the
-/// generation and its retry.
+/// generation and its retry, and the spares kept for when the passages run out.
 pub(super) struct Asker<'w, 'a> {
     pub(super) writer: &'w mut Writer<'a>,
     pub(super) notes: &'w [SourceNote],
     pieces: Vec<Vec<Passage>>,
     grammar: Grammar,
+    /// Slots a quiz may spend: twice its count, so that a slot that fails, or writes a spare,
+    /// hands its turn to the next note or piece.
+    slots: usize,
+    /// The next slot to ask.
+    slot: usize,
+    /// Items that say little beyond their question ([`says_little`]), in the order written.
+    spares: Vec<QuizItem>,
+}
+
+/// What one slot wrote.
+enum Asked {
+    Item(QuizItem),
+    Spare(QuizItem),
+    Nothing,
 }
 
 impl<'w, 'a> Asker<'w, 'a> {
-    /// Cuts each note into pieces that fit a quiz prompt.
-    pub(super) fn new(writer: &'w mut Writer<'a>, notes: &'w [SourceNote]) -> Result<Self> {
+    /// Cuts each note into pieces that fit a quiz prompt, for a quiz of `count` items.
+    pub(super) fn new(
+        writer: &'w mut Writer<'a>,
+        notes: &'w [SourceNote],
+        count: usize,
+    ) -> Result<Self> {
         let max_tokens = writer.request.max_tokens;
         let Some(bounds) = ItemBounds::for_tokens(max_tokens) else {
             bail!(
@@ -271,13 +306,40 @@ impl<'w, 'a> Asker<'w, 'a> {
             notes,
             pieces,
             grammar: item_grammar(bounds),
+            slots: count * 2,
+            slot: 0,
+            spares: Vec::new(),
         })
     }
 
+    /// The quiz's next item, new beside `items`: from the next slots while they last, then
+    /// from the spares. `None` when both are spent.
+    pub(super) fn next(&mut self, items: &[QuizItem]) -> Result<Option<QuizItem>> {
+        while self.slot < self.slots {
+            let slot = self.slot;
+            self.slot += 1;
+            match self.ask(items, slot)? {
+                Asked::Item(item) => return Ok(Some(item)),
+                Asked::Spare(item) => self.spares.push(item),
+                Asked::Nothing => {}
+            }
+        }
+        while !self.spares.is_empty() {
+            let spare = self.spares.remove(0);
+            if !items
+                .iter()
+                .any(|item| same_question(&item.qa.question, &spare.qa.question))
+            {
+                return Ok(Some(spare));
+            }
+        }
+        Ok(None)
+    }
+
     /// The question for `slot`: notes take turns, and a note's k-th question comes from its
-    /// k-th piece. `None` (with a line on stderr) when the model wrote nothing usable, even on
+    /// k-th piece. Nothing (with a line on stderr) when the model wrote nothing usable, even on
     /// retry.
-    pub(super) fn next(&mut self, items: &[QuizItem], slot: usize) -> Result<Option<QuizItem>> {
+    fn ask(&mut self, items: &[QuizItem], slot: usize) -> Result<Asked> {
         let index = slot % self.notes.len();
         let round = slot / self.notes.len();
         let note = &self.notes[index];
@@ -323,32 +385,42 @@ impl<'w, 'a> Asker<'w, 'a> {
             } else {
                 hollow(&qa, &note.title)
             };
-            match flaw {
-                Some(flaw) => {
-                    tracing::info!("an item from {} is dropped, {flaw}: {qa:?}", note.uri)
-                }
-                None => {
-                    return Ok(Some(QuizItem {
-                        qa,
-                        note: index,
-                        heading: passage.heading.clone(),
-                        passage: passage.text.clone(),
-                    }));
-                }
+            if let Some(flaw) = flaw {
+                tracing::info!("an item from {} is dropped, {flaw}: {qa:?}", note.uri);
+                continue;
             }
+            let spare = says_little(&qa);
+            let item = QuizItem {
+                qa,
+                note: index,
+                heading: passage.heading.clone(),
+                passage: passage.text.clone(),
+            };
+            if spare {
+                tracing::info!(
+                    "an item from {} says little beyond its question; kept as a spare: {:?}",
+                    note.uri,
+                    item.qa
+                );
+                return Ok(Asked::Spare(item));
+            }
+            return Ok(Asked::Item(item));
         }
         eprintln!(
             "recall: the model wrote no new, whole question about {} ({}) in two tries; \
              skipping this one",
             note.title, note.uri
         );
-        Ok(None)
+        Ok(Asked::Nothing)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::GenerateRequest;
+    use crate::engine::scripted::ScriptedModel;
+    use crate::prompt::ChatTemplate;
 
     fn qa(question: &str, answer: &str) -> Option<QaPair> {
         Some(QaPair {
@@ -472,6 +544,96 @@ mod tests {
             "They are updated automatically."
         ));
         assert!(hollow_item("快照默认保留吗？", "快照默认保留。"));
+        assert!(hollow_item(
+            "What is the default name of a `[!note]` callout?",
+            "`[!note]`"
+        ));
+    }
+
+    #[test]
+    fn an_answer_of_a_word_or_so_beside_its_question_says_little() {
+        let says_little_of = |q: &str, a: &str| {
+            says_little(&QaPair {
+                question: q.into(),
+                answer: a.into(),
+            })
+        };
+        assert!(says_little_of(
+            "What is the default title of a callout?",
+            "It is in title case."
+        ));
+        assert!(says_little_of(
+            "What type of client is Obsidian Sync designed for?",
+            "A headless client"
+        ));
+        // A number is a fact however short; so are two words the question lacks.
+        assert!(!says_little_of(
+            "Which port does the server use?",
+            "Port 8080."
+        ));
+        assert!(!says_little_of(
+            "What type of client is Obsidian Sync designed for?",
+            "A headless command-line client"
+        ));
+        // Nothing of the question said back: a short answer is the fact.
+        assert!(!says_little_of("Who wrote the plugin?", "Ada"));
+    }
+
+    /// Two notes of one paragraph each, a quiz of two on a scripted model (the real model's
+    /// path is tested in tests/it/study.rs): what each slot is asked and what the quiz keeps.
+    fn quiz_of_two(replies: &[&str]) -> (Vec<String>, usize) {
+        let notes: Vec<SourceNote> = [("Headless", "Headless Sync"), ("Plans", "Sync plans")]
+            .into_iter()
+            .map(|(name, title)| SourceNote {
+                uri: format!("note://{name}"),
+                title: title.to_string(),
+                link: format!("obsidian://open?vault=v&file={name}"),
+                content: format!(
+                    "{title} is described here at length, with enough words to ask about."
+                ),
+            })
+            .collect();
+        let mut model = ScriptedModel::new(replies.iter().copied(), 8192);
+        let template = ChatTemplate::llama3();
+        let mut writer = Writer {
+            model: &mut model,
+            template: &template,
+            request: GenerateRequest::new(256),
+            verbose: false,
+            log: Vec::new(),
+        };
+        let mut asker = Asker::new(&mut writer, &notes, 2).unwrap();
+        let mut items: Vec<QuizItem> = Vec::new();
+        while items.len() < 2 {
+            let Some(item) = asker.next(&items).unwrap() else {
+                break;
+            };
+            items.push(item);
+        }
+        let asked = writer.log.len();
+        (items.into_iter().map(|i| i.qa.answer).collect(), asked)
+    }
+
+    #[test]
+    fn an_item_that_says_little_waits_for_the_other_passages() {
+        let thin = "Q: What type of client is Obsidian Sync made for?\nA: A headless client";
+        let platforms = "Q: Which platforms does Sync support?\nA: Windows, macOS and Linux.";
+        let uses = "Q: What is Headless Sync for?\nA: CI pipelines and automated workflows.";
+        // The thin item gives way to the next slot's (the first note again, its next piece).
+        let (answers, asked) = quiz_of_two(&[thin, platforms, uses]);
+        assert_eq!(
+            answers,
+            [
+                "Windows, macOS and Linux.",
+                "CI pipelines and automated workflows."
+            ]
+        );
+        assert_eq!(asked, 3);
+        // When every other slot fails (two unreadable tries each), the spare fills the quiz.
+        let (answers, asked) =
+            quiz_of_two(&[thin, platforms, "no item", "no item", "Q: ?", "Q: ?"]);
+        assert_eq!(answers, ["Windows, macOS and Linux.", "A headless client"]);
+        assert_eq!(asked, 6);
     }
 
     #[test]

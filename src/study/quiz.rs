@@ -24,24 +24,20 @@ pub(super) fn write_quiz(
 ) -> Result<()> {
     let format = if json { QuizFormat::Json } else { quiz.format };
     let mut out = std::io::stdout();
-    let mut asker = Asker::new(writer, notes)?;
+    let mut asker = Asker::new(writer, notes, quiz.count)?;
     if quiz.interactive {
         let items = grade::interactive(&mut asker, quiz.count, &mut out)?;
         return save(quiz, &items, notes);
     }
     let mut output = QuizOutput::start(format, &quiz.target, &mut out)?;
     let mut items: Vec<QuizItem> = Vec::new();
-    // A slot that fails even on retry hands its turn to the next note (or piece): the count is
-    // met unless the model keeps failing.
-    for slot in 0..quiz.count * 2 {
-        if items.len() == quiz.count {
+    while items.len() < quiz.count {
+        let Some(item) = asker.next(&items)? else {
             break;
-        }
-        if let Some(item) = asker.next(&items, slot)? {
-            // Printed as they come (Markdown): a question is useful before the last is written.
-            output.item(&item, notes, items.len() + 1)?;
-            items.push(item);
-        }
+        };
+        // Printed as they come (Markdown): a question is useful before the last is written.
+        output.item(&item, notes, items.len() + 1)?;
+        items.push(item);
     }
     if items.is_empty() {
         bail!(
