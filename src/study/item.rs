@@ -344,8 +344,14 @@ impl<'w, 'a> Asker<'w, 'a> {
         let round = slot / self.notes.len();
         let note = &self.notes[index];
         let passage = &self.pieces[index][round % self.pieces[index].len()];
-        // Notes of one folder say the same things; a quiz asks each question once.
-        let asked: Vec<&str> = items.iter().map(|i| i.qa.question.as_str()).collect();
+        // Notes of one folder say the same things; a quiz asks each question once. A spare
+        // counts as asked: the same passage met again would write it again, and the retry
+        // (warmer) may give the fact the spare lacks.
+        let asked: Vec<&str> = items
+            .iter()
+            .chain(&self.spares)
+            .map(|i| i.qa.question.as_str())
+            .collect();
         for retry in [false, true] {
             let vars = QuizVars {
                 title: &note.title,
@@ -611,7 +617,11 @@ mod tests {
             items.push(item);
         }
         let asked = writer.log.len();
-        (items.into_iter().map(|i| i.qa.answer).collect(), asked)
+        let answers = items
+            .into_iter()
+            .map(|i| format!("{}: {}", notes[i.note].title, i.qa.answer))
+            .collect();
+        (answers, asked)
     }
 
     #[test]
@@ -624,16 +634,33 @@ mod tests {
         assert_eq!(
             answers,
             [
-                "Windows, macOS and Linux.",
-                "CI pipelines and automated workflows."
+                "Sync plans: Windows, macOS and Linux.",
+                "Headless Sync: CI pipelines and automated workflows."
             ]
         );
         assert_eq!(asked, 3);
         // When every other slot fails (two unreadable tries each), the spare fills the quiz.
         let (answers, asked) =
             quiz_of_two(&[thin, platforms, "no item", "no item", "Q: ?", "Q: ?"]);
-        assert_eq!(answers, ["Windows, macOS and Linux.", "A headless client"]);
+        assert_eq!(
+            answers,
+            [
+                "Sync plans: Windows, macOS and Linux.",
+                "Headless Sync: A headless client"
+            ]
+        );
         assert_eq!(asked, 6);
+        // A spare written again (its passage met a second time) is a repeat, retried warmer:
+        // the passage gives its fact before the next slot is asked.
+        let (answers, asked) = quiz_of_two(&[thin, platforms, thin, uses]);
+        assert_eq!(
+            answers,
+            [
+                "Sync plans: Windows, macOS and Linux.",
+                "Headless Sync: CI pipelines and automated workflows."
+            ]
+        );
+        assert_eq!(asked, 4);
     }
 
     #[test]
