@@ -319,8 +319,27 @@ impl Engine {
 /// What a prompt cache key must know of the model: the file (canonical path, size, modification
 /// time: a stat, where hashing a multi-GB file would cost more than the cache saves, and a header
 /// hash would not tell apart two fine-tunes of one architecture), how it runs (GPU layers compute
-/// the state on another backend), and the exact llama.cpp binding (its state format and numerics).
+/// the state on another backend), the exact llama.cpp binding (its state format), and the build
+/// that computes the state ([`build_identity`]).
 fn model_identity(path: &Path, options: &LoadOptions) -> String {
+    format!(
+        "model={}; gpu_layers={}; llama-cpp-2={LLAMA_CPP_2}; type_k=f16; type_v=f16; build={}",
+        file_identity(path),
+        options.gpu_layers,
+        build_identity()
+    )
+}
+
+/// Which build computes the state: the running executable, into which llama.cpp is linked. Two
+/// builds of one llama.cpp version differ in numerics (the CPU features and compiler flags
+/// chosen when it was compiled), and a state one build left changed the greedy answers of
+/// another (measured on the help vault). Any rebuild reads the fixed prompt once more.
+fn build_identity() -> String {
+    std::env::current_exe().map_or_else(|_| "unknown".to_string(), |exe| file_identity(&exe))
+}
+
+/// A file as its canonical path, size and modification time.
+fn file_identity(path: &Path) -> String {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let (bytes, modified) = std::fs::metadata(&canonical).map_or((0, 0), |m| {
         let modified = m
@@ -331,9 +350,8 @@ fn model_identity(path: &Path, options: &LoadOptions) -> String {
         (m.len(), modified)
     });
     format!(
-        "model={}; bytes={bytes}; mtime_ns={modified}; gpu_layers={}; llama-cpp-2={LLAMA_CPP_2}; type_k=f16; type_v=f16",
-        canonical.display(),
-        options.gpu_layers
+        "{} ({bytes} bytes, mtime_ns {modified})",
+        canonical.display()
     )
 }
 

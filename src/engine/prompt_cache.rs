@@ -24,7 +24,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 /// Our trailer's magic.
 const MAGIC: &[u8; 8] = b"RECALLKV";
 /// Bumped whenever the trailer or what the key covers changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// magic + format + token count + llama.cpp's length + key + checksum.
 const TRAILER_LEN: usize = 8 + 4 + 4 + 8 + 32 + 32;
 /// Extension of cache files; nothing else in the folder is counted or evicted.

@@ -206,13 +206,14 @@ fn ask_shows_the_model_its_sources_as_plain_text_cut_to_the_question() {
 }
 
 /// `recall ask` twice on one prompt cache: the second run loads the decision and answer prefixes
-/// from disk and writes the same greedy tokens; `--no-prompt-cache` writes nothing.
+/// from disk and writes the same greedy tokens; another build does not load them;
+/// `--no-prompt-cache` writes nothing.
 #[test]
 fn ask_restores_its_prompt_prefixes_from_the_cache_and_answers_the_same() {
     let model = common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let ask = |extra: &[&str]| -> Value {
+    let ask_with = |exe: &Path, extra: &[&str]| -> Value {
         let mut args = vec![
             "ask",
             "--json",
@@ -233,10 +234,16 @@ fn ask_restores_its_prompt_prefixes_from_the_cache_and_answers_the_same() {
         ];
         args.extend_from_slice(extra);
         args.push("When is the biology midterm?");
-        let out = recall(&args);
+        let home = tempfile::tempdir().unwrap();
+        let out = common::recall_command_at(exe, home.path())
+            .args(&args)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).expect("one JSON object")
     };
+    let built = Path::new(env!("CARGO_BIN_EXE_recall"));
+    let ask = |extra: &[&str]| ask_with(built, extra);
     let restored = |run: &Value, kind: &str| -> u64 {
         run["steps"]
             .as_array()
@@ -266,6 +273,16 @@ fn ask_restores_its_prompt_prefixes_from_the_cache_and_answers_the_same() {
     assert!(restored(&warm, "answer") > 0, "{warm:#}");
     assert_eq!(warm["answer"], cold["answer"]);
     assert_eq!(outputs(&warm), outputs(&cold));
+
+    // Another build (a copy of the binary stands in for one: another file, another modification
+    // time) reads the prefixes itself: its llama.cpp may compute them differently.
+    let rebuilt = dir.path().join("recall-rebuilt");
+    std::fs::copy(built, &rebuilt).unwrap();
+    let other = ask_with(&rebuilt, &flag);
+    assert_eq!(restored(&other, "decision") + restored(&other, "answer"), 0);
+    assert_eq!(other["answer"], cold["answer"]);
+    // Its own states are stored beside the first build's.
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 4);
 
     let unused = dir.path().join("unused");
     let off = ask(&[

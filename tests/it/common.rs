@@ -99,7 +99,12 @@ pub fn recall(args: &[&str]) -> Output {
 /// (a `RECALL_ENGINE` of the developer's would send every test to a server), the hub offline,
 /// and its data and prompt cache under `home`.
 pub fn recall_command(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
+    recall_command_at(Path::new(env!("CARGO_BIN_EXE_recall")), home)
+}
+
+/// [`recall_command`] running the binary at `exe` (a copy of the built one).
+pub fn recall_command_at(exe: &Path, home: &Path) -> Command {
+    let mut command = Command::new(exe);
     command
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
