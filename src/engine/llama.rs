@@ -497,21 +497,16 @@ impl Session<'_> {
         self.prompt_cache = Some(cache);
     }
 
-    /// Tokens of `prompt[..stable_bytes]` when they are a proper prefix of `tokens` (they are
-    /// when the prefix ends before a special token); else 0, and the prompt is not split.
-    fn stable_prefix(&self, prompt: &str, stable_bytes: usize, tokens: &[LlamaToken]) -> usize {
-        if stable_bytes == 0
-            || stable_bytes >= prompt.len()
-            || !prompt.is_char_boundary(stable_bytes)
-        {
-            return 0;
-        }
-        let prefix = self.engine.tokens(&prompt[..stable_bytes]);
-        if prefix.len() < tokens.len() && tokens.starts_with(&prefix) {
-            prefix.len()
-        } else {
-            tracing::debug!("the stable prefix does not end on a token boundary; not cached");
-            0
+    /// Tokens of `request`'s stable prefix when they are a proper prefix of `tokens`; else 0.
+    fn stable_prefix(
+        &self,
+        prompt: &str,
+        request: &GenerateRequest,
+        tokens: &[LlamaToken],
+    ) -> usize {
+        match request.stable_text(prompt) {
+            Some(text) => super::stable_prefix_len(&self.engine.tokens(text), tokens),
+            None => 0,
         }
     }
 
@@ -649,7 +644,7 @@ impl ChatModel for Session<'_> {
         let keep = common.min(tokens.len() - 1);
 
         let started = Instant::now();
-        let prefix = self.stable_prefix(prompt, request.stable_prefix, &tokens);
+        let prefix = self.stable_prefix(prompt, request, &tokens);
         let evaluated = self.evaluate_with_prefix(&tokens, prefix, keep, &request.cancel)?;
         let prompt_time = started.elapsed();
         let (keep, restored) = match evaluated {

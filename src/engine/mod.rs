@@ -84,7 +84,8 @@ pub struct GenerateRequest {
     /// before each token; the generation then ends with [`StopReason::Cancelled`].
     pub cancel: CancellationToken,
     /// Bytes at the start of the prompt that are the same on every run (`Prompt::stable_len`):
-    /// a session with a prompt cache keeps their KV state on disk. 0: none.
+    /// read on their own before the rest (in-process and on a server alike, so both compute in
+    /// the same batches), and kept on disk by a session with a prompt cache. 0: none.
     pub stable_prefix: usize,
 }
 
@@ -112,6 +113,26 @@ impl GenerateRequest {
             },
             ..GenerateRequest::new(max_tokens)
         }
+    }
+
+    /// The text of `prompt`'s stable prefix, when it has one with text after it.
+    pub fn stable_text<'p>(&self, prompt: &'p str) -> Option<&'p str> {
+        let end = self.stable_prefix;
+        (end > 0 && end < prompt.len() && prompt.is_char_boundary(end)).then(|| &prompt[..end])
+    }
+}
+
+/// How many of a prompt's `tokens` are its stable prefix, given the prefix's own tokens: all of
+/// them when they begin `tokens` and leave some after (they do when the prefix ends before a
+/// special token); else 0, and the prompt is read in one go.
+pub(crate) fn stable_prefix_len<T: PartialEq>(prefix: &[T], tokens: &[T]) -> usize {
+    if prefix.len() < tokens.len() && tokens.starts_with(prefix) {
+        prefix.len()
+    } else {
+        if !prefix.is_empty() {
+            tracing::debug!("the stable prefix does not end on a token boundary; not split");
+        }
+        0
     }
 }
 

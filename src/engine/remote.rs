@@ -229,6 +229,7 @@ impl Server {
         Session {
             server: self,
             n_ctx,
+            held: Vec::new(),
         }
     }
 
@@ -560,6 +561,9 @@ fn grammar_fields(constraint: &Constraint, body: &mut Value) -> Result<(), Engin
 pub struct Session<'s> {
     server: &'s Server,
     n_ctx: usize,
+    /// The prompt this session last had the server read: a stable prefix it begins with is in
+    /// the server's slot already.
+    held: Vec<i32>,
 }
 
 /// What a streamed generation came to, before it is a [`Completion`].
@@ -571,6 +575,41 @@ struct Streamed {
 }
 
 impl Session<'_> {
+    /// Has the server read `prefix` alone (`n_predict` 0: the one token it still samples is
+    /// dropped), so that the rest of the prompt is read from where the prefix ends, in the
+    /// batches the in-process engine reads it in. `None` when `cancel` fired first.
+    async fn read_prefix(
+        &self,
+        prefix: &[i32],
+        cancel: &CancellationToken,
+    ) -> Result<Option<Timings>, RemoteError> {
+        let server = self.server;
+        let body = json!({
+            "prompt": prefix,
+            "n_predict": 0,
+            "cache_prompt": true,
+            "samplers": ["temperature"],
+            "temperature": 0.0,
+        });
+        let send = server
+            .request(reqwest::Method::POST, "completion")
+            .json(&body)
+            .send();
+        let reply = async {
+            let response = tokio::time::timeout(server.idle_timeout, send)
+                .await
+                .map_err(|_| RemoteError::Silent)??;
+            read_json::<Value>(response).await
+        };
+        let reply = tokio::select! {
+            reply = reply => reply?,
+            () = cancel.cancelled() => return Ok(None),
+        };
+        serde_json::from_value(reply["timings"].clone())
+            .map(Some)
+            .map_err(|e| RemoteError::Reply(format!("its reply has no timings: {e}")))
+    }
+
     /// Streams one `/completion`, handing text to `on_text`, until the server stops, the caller
     /// breaks, or `cancel` fires (then the connection is closed, which stops the server's task).
     async fn stream(
@@ -675,12 +714,45 @@ impl ChatModel for Session<'_> {
                 n_ctx: self.n_ctx,
             });
         }
+        let prefix = match request.stable_text(prompt) {
+            Some(text) => super::stable_prefix_len(&server.tokenize_prompt(text)?, &tokens),
+            None => 0,
+        };
         let body = completion_body(&tokens, request)?;
         let started = Instant::now();
+        // As in-process: a stable prefix the slot does not hold yet is read on its own first,
+        // so the rest is read in the same batches (the server's `-b`/`-ub`) from the same
+        // position, and greedy tokens match the in-process engine's.
+        let mut read_first = None;
+        if prefix > 0 && !self.held.starts_with(&tokens[..prefix]) {
+            self.held.clear();
+            let timings = server
+                .runtime
+                .block_on(self.read_prefix(&tokens[..prefix], &request.cancel))
+                .map_err(|err| server.failed(err))?;
+            let Some(timings) = timings else {
+                return Ok(Completion {
+                    text: String::new(),
+                    stop: StopReason::Cancelled,
+                    stats: GenerationStats {
+                        prompt_tokens: tokens.len(),
+                        prompt_time: started.elapsed(),
+                        ..GenerationStats::default()
+                    },
+                });
+            };
+            self.held = tokens[..prefix].to_vec();
+            read_first = Some(timings);
+        }
         let streamed = server
             .runtime
-            .block_on(self.stream(body, &request.cancel, on_text))
-            .map_err(|err| server.failed(err))?;
+            .block_on(self.stream(body, &request.cancel, on_text));
+        self.held = if streamed.is_ok() {
+            tokens.clone()
+        } else {
+            Vec::new()
+        };
+        let streamed = streamed.map_err(|err| server.failed(err))?;
         let mut stop = streamed.stop;
         if stop == StopReason::MaxTokens
             && streamed.generated < request.max_tokens
@@ -689,16 +761,28 @@ impl ChatModel for Session<'_> {
             stop = StopReason::ContextFull;
         }
         let timings = &streamed.timings;
+        let first = read_first.unwrap_or_default();
         // A finished request has the server's own timings; a stopped one only the wall clock.
         let (prompt_time, generation_time) = if timings.prompt_ms > 0.0 {
             (
-                Duration::from_secs_f64(timings.prompt_ms / 1000.0),
+                Duration::from_secs_f64((first.prompt_ms + timings.prompt_ms) / 1000.0),
                 Duration::from_secs_f64(timings.predicted_ms / 1000.0),
             )
         } else {
             (started.elapsed(), Duration::ZERO)
         };
-        let reused = timings.cache_n.min(tokens.len());
+        // What the slot held before this call: of the prefix, when that was read first.
+        let held = if first.prompt_n > 0 {
+            first.cache_n
+        } else {
+            timings.cache_n
+        };
+        let reused = held.min(tokens.len());
+        let evaluated = if timings.prompt_n > 0 {
+            first.prompt_n + timings.prompt_n
+        } else {
+            tokens.len() - reused
+        };
         Ok(Completion {
             text: streamed.text,
             stop,
@@ -706,11 +790,7 @@ impl ChatModel for Session<'_> {
                 prompt_tokens: tokens.len(),
                 reused_tokens: reused,
                 restored_tokens: 0,
-                evaluated_tokens: if timings.prompt_n > 0 {
-                    timings.prompt_n
-                } else {
-                    tokens.len() - reused
-                },
+                evaluated_tokens: evaluated,
                 generated_tokens: streamed.generated,
                 prompt_time,
                 generation_time,

@@ -210,6 +210,60 @@ fn greedy_generation_on_the_server_matches_in_process() {
     }
 }
 
+/// A prompt's stable prefix (its system message) is read on its own before the rest, as the
+/// in-process engine reads it, so the rest is read in the same batches from the same
+/// position; the session's next prompt that starts with it does not read it again.
+#[test]
+fn a_stable_prefix_is_read_on_its_own_once_a_session() {
+    let server = LlamaServer::start(&["-b", "128", "-ub", "128"]);
+    let remote = connect(&server);
+    let system = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+    let prefix = remote.tokenize_prompt(system).unwrap().len();
+    // The server logs each task's end with the tokens its slot then holds: a task that read
+    // the prefix alone ends holding exactly those.
+    let read_alone = format!("stop processing: n_tokens = {prefix},");
+    let mut session = remote.session(Some(2048));
+    let mut request = GenerateRequest::greedy(4);
+    request.stable_prefix = system.len();
+    let ignore = &mut |_: &str| ControlFlow::Continue(());
+
+    let first = session
+        .generate(&chatml("Say hello."), &request, ignore)
+        .unwrap();
+    assert!(first.stats.prompt_tokens > prefix);
+    assert_eq!(first.stats.evaluated_tokens, first.stats.prompt_tokens);
+    assert_eq!(
+        server.log().matches(&read_alone).count(),
+        1,
+        "{}",
+        server.log()
+    );
+
+    let second = session
+        .generate(&chatml("Name a colour."), &request, ignore)
+        .unwrap();
+    assert!(second.stats.reused_tokens >= prefix, "{:?}", second.stats);
+    assert_eq!(
+        server.log().matches(&read_alone).count(),
+        1,
+        "{}",
+        server.log()
+    );
+
+    // Without a stable prefix nothing is read on its own.
+    let mut fresh = remote.session(Some(2048));
+    let whole = fresh
+        .generate(&chatml("Say hello."), &GenerateRequest::greedy(4), ignore)
+        .unwrap();
+    assert_eq!(whole.text, first.text);
+    assert_eq!(
+        server.log().matches(&read_alone).count(),
+        1,
+        "{}",
+        server.log()
+    );
+}
+
 /// `recall ask --engine` answers with cited sources, and every prompt of the run has the
 /// length in tokens it has in-process: retrieval, budgets and layout are the same; only the
 /// arithmetic is the server's.
