@@ -397,10 +397,11 @@ fn ctrl_c_ends_the_request_on_llama_server() {
         .args(["--no-embeddings", "--engine", &server.url])
         .stdin(Stdio::null());
     let mut ask = Watched::spawn(command);
-    // Task 0 is the grammar check at connect; the next one is the answer's prompt being read
-    // (hundreds of tokens on one thread: seconds).
+    // Task 0 is the grammar check at connect, the next the answer prompt's stable prefix read
+    // on its own (a hundred tokens); the third is the rest of the prompt being read (hundreds
+    // of tokens on one thread: seconds).
     ask.wait_until("the answer's task on the server", |_, _| {
-        server.log().matches("processing task").count() >= 2
+        server.log().matches("processing task").count() >= 3
     });
     ask.interrupt();
     let (status, _, stderr) = ask.finish();
