@@ -131,6 +131,9 @@ fn hollow(qa: &QaPair, title: &str) -> Option<&'static str> {
     if points_at_its_source(&qa.question) {
         return Some("its question points at the text instead of naming what it asks about");
     }
+    if points_elsewhere(&qa.answer) {
+        return Some("its answer sends the reader elsewhere instead of stating the fact");
+    }
     let of_title = support::overlap(title, &qa.answer);
     if of_title.own == 0 && of_title.asked > 0 {
         return Some("its answer is the note's title");
@@ -165,11 +168,21 @@ fn says_little(qa: &QaPair) -> bool {
 fn points_at_its_source(question: &str) -> bool {
     static POINTING: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(?:the|this) (?:text|passage|excerpt|document|article)\b|\bthis (?:note|page|section|paragraph)\b|\b(?:mentioned|described|discussed|stated) (?:in|above)\b|\baccording to the\b|\b(?:title|name) of (?:the|this) (?:page|note)\b|文中|本文|这篇|這篇|この(?:文章|ノート|テキスト)|이 (?:글|노트)|본문",
+            r"(?i)\b(?:the|this) (?:text|passage|excerpt|document|article)\b|\bthis (?:note|page|section|paragraph)\b|\b(?:mentioned|described|discussed|stated) (?:in|above)\b|\baccording to the\b|\b(?:title|name) of (?:the|this) (?:page|note)\b|\bmain (?:topic|subject|idea|point)\b|\b(?:topic|subject) of (?:the|this) (?:note|page|section)\b|文中|本文|这篇|這篇|この(?:文章|ノート|テキスト)|이 (?:글|노트)|본문",
         )
         .expect("a valid regex")
     });
     POINTING.is_match(question)
+}
+
+/// True for an answer that sends the reader to another page ("See Plans.", "…, and see the Sync
+/// landing page for pricing."): what it points at is not learnt from it.
+fn points_elsewhere(answer: &str) -> bool {
+    static POINTING: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\W*(?:see|refer to|check out)\b|\b(?:see|refer to|visit) the [^.,;]*\b(?:page|section|guide|documentation|docs|article)\b|请参阅|请参考|参见|を参照|참조하")
+            .expect("a valid regex")
+    });
+    POINTING.is_match(answer)
 }
 
 /// Two questions are the same when their letters and digits are, whatever the case.
@@ -553,6 +566,32 @@ mod tests {
         assert!(hollow_item(
             "What is the default name of a `[!note]` callout?",
             "`[!note]`"
+        ));
+        assert!(hollow_item(
+            "What is the main topic of the note?",
+            "Moving from other sync services to Obsidian Sync."
+        ));
+        assert!(hollow_item(
+            "What is the subject of this section?",
+            "Publishing notes."
+        ));
+        // An answer that sends the reader elsewhere teaches what it points at no more.
+        assert!(hollow_item(
+            "How do you buy a Sync plan?",
+            "Log in to your account, and see the Sync landing page for pricing."
+        ));
+        assert!(hollow_item(
+            "Where are the plan prices?",
+            "See Plans and pricing."
+        ));
+        assert!(hollow_item("同步的价格是多少？", "请参阅定价页面。"));
+        assert!(!hollow_item(
+            "What can you see in the graph view?",
+            "Every note as a node, with its links as lines."
+        ));
+        assert!(!hollow_item(
+            "Where is a file's history shown?",
+            "You can see the file's versions in the sidebar."
         ));
     }
 
