@@ -359,12 +359,18 @@ impl Server {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<T, RemoteError> {
-        self.runtime.block_on(async {
-            let response = tokio::time::timeout(self.idle_timeout, request.send())
-                .await
-                .map_err(|_| RemoteError::Silent)??;
-            read_json(response).await
-        })
+        self.runtime.block_on(self.fetch(request))
+    }
+
+    /// [`Server::call`]'s work, for callers already on the runtime.
+    async fn fetch<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, RemoteError> {
+        let response = tokio::time::timeout(self.idle_timeout, request.send())
+            .await
+            .map_err(|_| RemoteError::Silent)??;
+        read_json(response).await
     }
 
     /// An error about this server, said so a person can act on it.
@@ -591,18 +597,11 @@ impl Session<'_> {
             "samplers": ["temperature"],
             "temperature": 0.0,
         });
-        let send = server
+        let request = server
             .request(reqwest::Method::POST, "completion")
-            .json(&body)
-            .send();
-        let reply = async {
-            let response = tokio::time::timeout(server.idle_timeout, send)
-                .await
-                .map_err(|_| RemoteError::Silent)??;
-            read_json::<Value>(response).await
-        };
-        let reply = tokio::select! {
-            reply = reply => reply?,
+            .json(&body);
+        let reply: Value = tokio::select! {
+            reply = server.fetch(request) => reply?,
             () = cancel.cancelled() => return Ok(None),
         };
         serde_json::from_value(reply["timings"].clone())
