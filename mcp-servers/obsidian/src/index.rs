@@ -1,7 +1,7 @@
 //! The in-memory vault index: every note's metadata, names, links, tags and search terms,
 //! built in parallel at start and updated one file at a time afterwards.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -199,11 +199,25 @@ pub struct Outgoing {
     pub target: Target,
 }
 
+/// A note file the index left out (too large, binary, unparsable), as it was when that was
+/// decided: a caller asking for it is told why, and it is read again only once it changes.
+#[derive(Debug, Clone)]
+pub struct SkippedNote {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Last modification time.
+    pub modified: Option<SystemTime>,
+    /// Why it was left out (vault-relative wording, as [`VaultError`] writes it).
+    pub reason: String,
+}
+
 /// The vault index.
 #[derive(Debug)]
 pub struct VaultIndex {
     vault: Vault,
     slots: Vec<Option<NoteEntry>>,
+    /// Notes found on disk but left out, by on-disk relative path.
+    skipped: HashMap<String, SkippedNote>,
     free: Vec<u32>,
     by_rel: HashMap<String, u32>,
     ordered: BTreeMap<(String, String), u32>,
@@ -324,6 +338,7 @@ impl VaultIndex {
         let mut idx = Self {
             vault,
             slots: Vec::new(),
+            skipped: HashMap::new(),
             free: Vec::new(),
             by_rel: HashMap::new(),
             ordered: BTreeMap::new(),
@@ -339,7 +354,8 @@ impl VaultIndex {
             skipped: walk.skipped.len(),
             ..Default::default()
         };
-        for (t, prepared) in ordered.into_iter().flatten() {
+        for (i, slot) in ordered.into_iter().enumerate() {
+            let Some((t, prepared)) = slot else { continue };
             match prepared {
                 Ok((entry, terms)) => {
                     stats.bytes += entry.bytes;
@@ -348,6 +364,7 @@ impl VaultIndex {
                 Err((rel, e)) => {
                     stats.skipped += 1;
                     tracing::warn!(path = %rel, "skipped: {e}");
+                    idx.skip(&walk.notes[i], &e);
                 }
             }
         }
@@ -374,6 +391,7 @@ impl VaultIndex {
                 }
             },
         };
+        self.skipped.remove(&entry.rel);
         self.names.add(id, &entry.names());
         self.search.insert(id, terms, tok);
         self.by_rel.insert(entry.rel.clone(), id);
@@ -501,22 +519,86 @@ impl VaultIndex {
     }
 
     fn upsert(&mut self, f: FoundFile) {
-        let rel = f.rel.clone();
+        let found = f.clone();
         let mut tok = Tokenizer::default();
         match prepare(&self.vault, f, &mut tok) {
             Ok((entry, terms)) => {
                 self.insert(entry, terms, &mut tok);
-                tracing::debug!(path = %rel, "indexed");
+                tracing::debug!(path = %found.rel, "indexed");
             }
             Err(e) => {
-                tracing::info!(path = %rel, "not indexed: {e}");
-                self.remove(&rel);
+                tracing::info!(path = %found.rel, "not indexed: {e}");
+                self.remove(&found.rel);
+                self.skip(&found, &e);
             }
         }
     }
 
+    /// Records a note file left out, and why.
+    fn skip(&mut self, f: &FoundFile, why: &VaultError) {
+        let skipped = SkippedNote {
+            bytes: f.bytes,
+            modified: f.modified,
+            reason: why.to_string(),
+        };
+        self.skipped.insert(f.rel.clone(), skipped);
+    }
+
+    /// The note file left out that a caller's reference names (by path, with or without `.md`,
+    /// or by file name), if any: so that asking for it says why it is not there.
+    pub fn skipped_note(&self, input: &str) -> Option<&SkippedNote> {
+        let forms = resolve::clean_ref(input).ok()?;
+        self.skipped.iter().find_map(|(rel, s)| {
+            let key = resolve::fold(resolve::strip_md(rel));
+            let name = key.rsplit('/').next().unwrap_or(&key);
+            forms
+                .iter()
+                .map(|f| resolve::fold(resolve::strip_md(f)))
+                .any(|f| f == key || f == name)
+                .then_some(s)
+        })
+    }
+
+    /// The vault-relative paths whose files differ between `walk` (the files on disk now) and
+    /// the index: notes new, changed (size or modification time) or gone, attachments new or
+    /// gone. A skipped note counts as unchanged until its size or time changes.
+    pub fn out_of_date(&self, walk: &vault::WalkResult) -> Vec<String> {
+        let mut stale = Vec::new();
+        let mut on_disk = HashSet::with_capacity(walk.notes.len());
+        for f in &walk.notes {
+            on_disk.insert(f.rel.as_str());
+            let seen = match self.by_rel.get(&f.rel).and_then(|&id| self.get(id)) {
+                Some(e) => Some((e.bytes, e.modified)),
+                None => self.skipped.get(&f.rel).map(|s| (s.bytes, s.modified)),
+            };
+            if seen != Some((f.bytes, f.modified)) {
+                stale.push(f.rel.clone());
+            }
+        }
+        let gone = self.by_rel.keys().chain(self.skipped.keys());
+        stale.extend(gone.filter(|r| !on_disk.contains(r.as_str())).cloned());
+        let attachments: HashSet<String> =
+            walk.attachments.iter().map(|a| resolve::fold(a)).collect();
+        stale.extend(
+            walk.attachments
+                .iter()
+                .filter(|a| !self.names.has_attachment(a))
+                .cloned(),
+        );
+        stale.extend(
+            self.names
+                .attachments()
+                .filter(|a| !attachments.contains(*a))
+                .cloned(),
+        );
+        stale.sort_unstable();
+        stale.dedup();
+        stale
+    }
+
     /// Forgets one note by its on-disk relative path.
     pub fn remove(&mut self, rel: &str) {
+        self.skipped.remove(rel);
         if let Some(&id) = self.by_rel.get(rel) {
             self.unlink(id);
             self.free.push(id);

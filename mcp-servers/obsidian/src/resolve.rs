@@ -140,6 +140,16 @@ impl Names {
         }
     }
 
+    /// Whether a non-note file is registered.
+    pub fn has_attachment(&self, rel: &str) -> bool {
+        self.attachments.contains(&fold(rel))
+    }
+
+    /// Every registered attachment path (folded).
+    pub fn attachments(&self) -> impl Iterator<Item = &String> {
+        self.attachments.iter()
+    }
+
     /// Every attachment path (folded) under a folded folder prefix.
     pub fn attachments_under(&self, folded_dir: &str) -> Vec<String> {
         let prefix = format!("{folded_dir}/");

@@ -278,6 +278,12 @@ impl Tools {
                 Err(s)
             }
             Err(RefError::NotFound) => {
+                if let Some(skipped) = idx.skipped_note(input) {
+                    return Err(format!(
+                        "That note is in the vault but was left out of the index: {}.",
+                        skipped.reason
+                    ));
+                }
                 let mut s = String::from(
                     "No note matches that reference. Use a URI from search_notes or list_notes.",
                 );
@@ -314,12 +320,17 @@ impl Tools {
     }
 
     /// Why the vault cannot be served right now, if it cannot: its folder is gone (deleted,
-    /// moved, unmounted). Checked on every call, so the answer is an error rather than an empty
-    /// vault; the watcher rebuilds the index when the folder comes back.
+    /// moved, unmounted) or cannot be read. Checked on every call, so the answer is an error
+    /// rather than an empty vault; the watcher rebuilds the index when the folder comes back.
     fn vault_missing(&self) -> Option<&'static str> {
-        (!self.root.is_dir()).then_some(
-            "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back.",
-        )
+        crate::vault::unavailable(&self.root).map(|why| match why {
+            crate::vault::Unavailable::Missing => {
+                "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back."
+            }
+            crate::vault::Unavailable::Unreadable => {
+                "The vault folder cannot be read (its permissions); the vault is served again once it can be."
+            }
+        })
     }
 
     /// The status resource's content.

@@ -117,6 +117,28 @@ pub fn is_note_rel(rel: &str) -> bool {
     b.len() > 3 && b[b.len() - 3..].eq_ignore_ascii_case(b".md")
 }
 
+/// Why a vault folder cannot be served now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    /// It is not there (deleted, moved, unmounted) or is not a folder.
+    Missing,
+    /// It is there but cannot be listed (its permissions): not an empty vault.
+    Unreadable,
+}
+
+/// Whether the folder at `root` can be served now, and why not. Lists it (one `getdents`), so
+/// that a folder this process may not read is never taken for an empty one.
+pub fn unavailable(root: &Path) -> Option<Unavailable> {
+    if !root.is_dir() {
+        return Some(Unavailable::Missing);
+    }
+    match std::fs::read_dir(root) {
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Unavailable::Missing),
+        Err(_) => Some(Unavailable::Unreadable),
+    }
+}
+
 impl Vault {
     /// Opens a vault root; fails when it is not a readable directory.
     pub fn open(root: &Path) -> Result<Self, crate::Error> {
@@ -124,6 +146,8 @@ impl Vault {
         if !root.is_dir() {
             return Err(crate::Error::VaultNotADirectory);
         }
+        // A folder that cannot be listed would index as an empty vault, with no word of why.
+        std::fs::read_dir(&root).map_err(crate::Error::VaultUnreadable)?;
         Ok(Self { root })
     }
 
@@ -272,7 +296,7 @@ impl Vault {
                 continue;
             }
             if is_note_rel(&rel) {
-                out.notes.push(found(rel, &meta));
+                out.notes.push(FoundFile::of(rel, &meta));
             } else {
                 out.attachments.push(rel);
             }
@@ -305,7 +329,7 @@ impl Vault {
         if !meta.is_file() {
             return Err(VaultError::Gone(rel.into()));
         }
-        Ok(found(rel.to_string(), &meta))
+        Ok(FoundFile::of(rel.to_string(), &meta))
     }
 
     /// Reads a note as text. `rel` must be vault-relative with `/` separators; the resolved file
@@ -386,11 +410,14 @@ enum CheckError {
     Outside,
 }
 
-fn found(rel: String, meta: &Metadata) -> FoundFile {
-    FoundFile {
-        rel,
-        bytes: meta.len(),
-        modified: meta.modified().ok(),
+impl FoundFile {
+    /// A file found at `rel` with these metadata.
+    pub fn of(rel: String, meta: &Metadata) -> Self {
+        Self {
+            rel,
+            bytes: meta.len(),
+            modified: meta.modified().ok(),
+        }
     }
 }
 

@@ -10,12 +10,20 @@
 //! When the vault folder itself disappears (deleted, moved, unmounted) the server answers with
 //! an error (see `server.rs`) and this thread looks for the folder every [`RECHECK`]; once it is
 //! back, it is watched afresh and re-indexed.
+//!
+//! Events alone can miss changes: a folder moved away and made again under its old name within
+//! one debounce (sync tools and `git checkout` do this) left the new folder unwatched, and a
+//! storm of edits can overflow the kernel's queue. So a watch is keyed by the folder's identity
+//! (device and inode), not only its path, and between events the thread **reconciles**: it
+//! re-watches replaced folders, then compares every note's size and modification time with the
+//! index and re-reads what differs ([`RECONCILE_EVERY`], stretched on large vaults so that it
+//! never takes more than 2% of a core). Search converges to the files on disk, always.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify::event::ModifyKind;
 use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
@@ -26,8 +34,15 @@ use crate::vault::{self, Vault};
 /// How long the vault must be quiet before changes are applied.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
+/// The longest changes wait under a steady stream of edits.
+pub const DEBOUNCE_MAX: Duration = Duration::from_secs(1);
+
 /// How often a missing vault folder is looked for.
 pub const RECHECK: Duration = Duration::from_millis(500);
+
+/// How often, at most, the files on disk are compared with the index. A pass that takes longer
+/// than 1/50 of this waits 50 times its own length before the next (a 10,000-note vault).
+pub const RECONCILE_EVERY: Duration = Duration::from_secs(2);
 
 type Events = Receiver<notify::Result<notify::Event>>;
 
@@ -36,10 +51,37 @@ pub struct VaultWatcher {
     _watching: Arc<Mutex<Watching>>,
 }
 
-/// The notify watcher and the folders it watches (absolute; never logged or returned).
+/// The notify watcher and the folders it watches (absolute; never logged or returned), each
+/// with the identity of the folder that was there when it was watched.
 struct Watching {
     watcher: RecommendedWatcher,
-    dirs: BTreeSet<PathBuf>,
+    dirs: BTreeMap<PathBuf, DirId>,
+}
+
+/// What tells one folder from another put at the same path: device and inode where there are
+/// such; elsewhere every folder at a path counts as the same one (events alone then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirId(u64, u64);
+
+impl DirId {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self(meta.dev(), meta.ino())
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata) -> Self {
+        Self(0, 0)
+    }
+
+    /// The folder now at `path` (not through a symlink), if one is.
+    fn at(path: &Path) -> Option<Self> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.is_dir())
+            .map(|m| Self::of(&m))
+    }
 }
 
 impl Watching {
@@ -48,7 +90,7 @@ impl Watching {
     fn new() -> notify::Result<(Self, Events)> {
         let (tx, rx) = channel();
         let watcher = RecommendedWatcher::new(tx, Config::default().with_follow_symlinks(false))?;
-        let dirs = BTreeSet::new();
+        let dirs = BTreeMap::new();
         Ok((Self { watcher, dirs }, rx))
     }
 
@@ -68,12 +110,13 @@ impl Watching {
             // A folder that cannot be listed was already reported when watching it failed.
             let Ok(entry) = entry else { continue };
             let path = entry.path();
-            if self.dirs.contains(path) {
+            if self.dirs.contains_key(path) {
                 continue;
             }
+            let Ok(meta) = entry.metadata() else { continue };
             match self.watcher.watch(path, RecursiveMode::NonRecursive) {
                 Ok(()) => {
-                    self.dirs.insert(path.to_path_buf());
+                    self.dirs.insert(path.to_path_buf(), DirId::of(&meta));
                     added += 1;
                 }
                 Err(e) => {
@@ -98,13 +141,40 @@ impl Watching {
         let under: Vec<PathBuf> = self
             .dirs
             .range(dir.to_path_buf()..)
-            .take_while(|d| d.starts_with(dir))
-            .cloned()
+            .take_while(|(d, _)| d.starts_with(dir))
+            .map(|(d, _)| d.clone())
             .collect();
         for d in under {
             let _ = self.watcher.unwatch(&d);
             self.dirs.remove(&d);
         }
+    }
+
+    /// Forgets the watches of each of `dirs` (and below) that is gone or is now another folder
+    /// than the one watched (moved away, and a new one made in its place). All are forgotten
+    /// before anything is watched again: a watch names a folder by inode, so the folder moved
+    /// away keeps its old watch under its old name, and watching it under its new name first
+    /// would share that watch, which forgetting the old name then removes.
+    fn forget_replaced<'a>(&mut self, dirs: impl IntoIterator<Item = &'a PathBuf>) {
+        let replaced: Vec<&PathBuf> = dirs
+            .into_iter()
+            .filter(|d| {
+                self.dirs
+                    .get(*d)
+                    .is_some_and(|watched| DirId::at(d) != Some(*watched))
+            })
+            .collect();
+        for d in replaced {
+            self.unwatch_tree(d);
+        }
+    }
+
+    /// Brings the watches in line with the folders on disk: replaced or vanished folders
+    /// forgotten, unwatched ones watched. Returns how many watches were added.
+    fn resync(&mut self, vault: &Vault) -> usize {
+        let all: Vec<PathBuf> = self.dirs.keys().cloned().collect();
+        self.forget_replaced(&all);
+        self.watch_tree(vault, vault.root())
     }
 }
 
@@ -174,19 +244,19 @@ impl Batch {
     /// appearing, disappearing or renamed, and folders whose permissions changed. Reads
     /// (`open`/`close`) and writes to other files are dropped here, so a log file kept in the
     /// vault (this server's own stderr, say) does not wake the indexer on every line.
-    fn take(&mut self, vault: &Vault, ev: notify::Result<notify::Event>) {
+    /// Returns whether the event was kept (it changes the index, or asks for a rescan).
+    fn take(&mut self, vault: &Vault, ev: notify::Result<notify::Event>) -> bool {
         let ev = match ev {
             Ok(ev) => ev,
             Err(_) => {
                 self.rescan = true;
-                return;
+                return true;
             }
         };
-        if ev.need_rescan() {
-            self.rescan = true;
-        }
+        let mut kept = ev.need_rescan();
+        self.rescan |= kept;
         let (structural, metadata) = match ev.kind {
-            EventKind::Access(_) => return,
+            EventKind::Access(_) => return kept,
             EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => (false, false),
             EventKind::Modify(ModifyKind::Metadata(_)) => (false, true),
             _ => (true, false),
@@ -201,6 +271,7 @@ impl Batch {
             if p == vault.root() {
                 if root_gone {
                     self.paths.insert(p);
+                    kept = true;
                 }
                 continue;
             }
@@ -216,8 +287,10 @@ impl Batch {
                 || (metadata && std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()));
             if keep {
                 self.paths.insert(p);
+                kept = true;
             }
         }
+        kept
     }
 
     fn is_empty(&self) -> bool {
@@ -229,11 +302,14 @@ impl Batch {
 fn run(index: SharedIndex, vault: Vault, watching: Weak<Mutex<Watching>>, mut rx: Events) {
     let root = vault.root().to_path_buf();
     let mut missing = false;
+    let mut next_reconcile = Instant::now() + RECONCILE_EVERY;
     loop {
         let mut batch = Batch::default();
         if missing {
             match rx.recv_timeout(RECHECK) {
-                Ok(ev) => batch.take(&vault, ev),
+                Ok(ev) => {
+                    batch.take(&vault, ev);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -250,16 +326,37 @@ fn run(index: SharedIndex, vault: Vault, watching: Weak<Mutex<Watching>>, mut rx
             missing = false;
             continue;
         }
-        match rx.recv() {
-            Ok(ev) => batch.take(&vault, ev),
-            Err(_) => return,
+        match rx.recv_timeout(next_reconcile.saturating_duration_since(Instant::now())) {
+            Ok(ev) => {
+                batch.take(&vault, ev);
+            }
+            Err(RecvTimeoutError::Timeout) if vault::unavailable(&root).is_none() => {
+                let Some(took) = reconcile(&index, &vault, &watching) else {
+                    return;
+                };
+                next_reconcile = Instant::now() + (took * 50).max(RECONCILE_EVERY);
+                continue;
+            }
+            // The vault folder went with no event for it (unmounted): said below.
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
         }
-        if batch.is_empty() {
+        if batch.is_empty() && root.is_dir() {
             continue;
         }
+        // Quiet means no event the batch keeps: a client reading the vault (every tool call
+        // lists its folder) must not hold changes back. Nor may endless edits: a batch is
+        // applied after DEBOUNCE_MAX at the latest.
+        let latest = Instant::now() + DEBOUNCE_MAX;
+        let mut quiet_from = Instant::now() + DEBOUNCE;
         loop {
-            match rx.recv_timeout(DEBOUNCE) {
-                Ok(ev) => batch.take(&vault, ev),
+            let until = quiet_from.min(latest);
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(ev) => {
+                    if batch.take(&vault, ev) {
+                        quiet_from = Instant::now() + DEBOUNCE;
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -292,15 +389,13 @@ fn run(index: SharedIndex, vault: Vault, watching: Weak<Mutex<Watching>>, mut rx
             tracing::info!(notes = stats.notes, "vault rescanned after lost events");
             continue;
         }
-        // New folders are watched before they are walked (by `refresh` below), so a file
-        // created in one meanwhile is seen by one or the other.
+        // Folders gone or replaced lose their watches first; then new folders (and those put
+        // in the place of others) are watched before they are walked (by `refresh` below), so
+        // a file created in one meanwhile is seen by one or the other.
+        w.forget_replaced(&batch.paths);
         for p in &batch.paths {
-            match std::fs::symlink_metadata(p) {
-                Ok(m) if m.is_dir() => {
-                    w.watch_tree(&vault, p);
-                }
-                Ok(_) => {}
-                Err(_) => w.unwatch_tree(p),
+            if DirId::at(p).is_some() {
+                w.watch_tree(&vault, p);
             }
         }
         drop(w);
@@ -318,6 +413,41 @@ fn run(index: SharedIndex, vault: Vault, watching: Weak<Mutex<Watching>>, mut rx
             "vault changes applied"
         );
     }
+}
+
+/// Compares the folders and notes on disk with the watches and the index, and applies what the
+/// events did not bring. Returns how long it took; `None` when the watcher was dropped.
+fn reconcile(
+    index: &SharedIndex,
+    vault: &Vault,
+    watching: &Weak<Mutex<Watching>>,
+) -> Option<Duration> {
+    let t0 = Instant::now();
+    let current = watching.upgrade()?;
+    let watched = current
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .resync(vault);
+    drop(current);
+    // Walked without the lock: tools keep answering meanwhile.
+    let walk = vault.walk();
+    let stale = index
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .out_of_date(&walk);
+    if !stale.is_empty() {
+        let mut idx = index.write().unwrap_or_else(|p| p.into_inner());
+        for rel in &stale {
+            idx.refresh(rel);
+        }
+        drop(idx);
+        tracing::info!(
+            changed = stale.len(),
+            folders = watched,
+            "the vault was compared with the index and the differences re-read"
+        );
+    }
+    Some(t0.elapsed())
 }
 
 /// Watches the vault afresh and rebuilds the index (the vault folder is back after going

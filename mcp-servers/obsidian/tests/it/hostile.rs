@@ -31,8 +31,16 @@ struct Raw {
 
 impl Raw {
     fn spawn(vault: &Path, stderr_log: &Path) -> Self {
+        Self::spawn_with(
+            Command::new(env!("CARGO_BIN_EXE_obsidian-kb")),
+            vault,
+            stderr_log,
+        )
+    }
+
+    /// The server run by `command` (the binary, or a wrapper that runs it).
+    fn spawn_with(mut command: Command, vault: &Path, stderr_log: &Path) -> Self {
         let log = std::fs::File::create(stderr_log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
         common::without_hub_cache(&mut command, stderr_log.parent().expect("a log folder"));
         let mut child = command
             .arg("--vault")
@@ -618,4 +626,260 @@ fn http_refuses_addresses_beyond_loopback_and_names_the_mistake() {
         assert!(stderr.contains(says), "{address}: {stderr}");
         assert!(!stderr.contains("serving MCP"), "{address}: {stderr}");
     }
+}
+
+/// The server's command, run as a user that file permissions hold back: as root
+/// (CAP_DAC_OVERRIDE) mode 000 stops nothing, so root runs it as `nobody` through util-linux's
+/// `setpriv` (on every Debian); anyone else runs it as they are.
+fn held_back_by_permissions(probe: &Path) -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(probe).unwrap().permissions().mode();
+    std::fs::set_permissions(probe, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let enforced = std::fs::read_dir(probe).is_err();
+    std::fs::set_permissions(probe, std::fs::Permissions::from_mode(mode)).unwrap();
+    let bin = env!("CARGO_BIN_EXE_obsidian-kb");
+    if enforced {
+        return Command::new(bin);
+    }
+    let mut command = Command::new("setpriv");
+    command.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+    command
+}
+
+#[test]
+fn an_unreadable_vault_is_an_error_not_an_empty_vault() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = Dir::new();
+    d.write("Home.md", "# Home\n\nhello\n");
+    let open = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(d.tmp.path(), open.clone()).unwrap();
+    std::fs::set_permissions(&d.vault, open.clone()).unwrap();
+    std::fs::set_permissions(
+        d.vault.join("Home.md"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+
+    // Readable at start, then not: every tool says so, and the status too.
+    let mut s = Raw::spawn_with(held_back_by_permissions(&d.vault), &d.vault, &d.log);
+    s.initialize();
+    assert_eq!(
+        hits(&s.call("search_notes", json!({"query": "hello"}))),
+        ["note://Home"],
+        "{}",
+        d.log()
+    );
+    std::fs::set_permissions(&d.vault, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let r = s.call("list_notes", json!({}));
+    assert!(is_error(&r) && text(&r).contains("cannot be read"), "{r}");
+    let id = json!("status-unreadable");
+    s.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+        "params": {"uri": "obsidian-kb://status"}}),
+    );
+    let status: Value = serde_json::from_str(
+        s.reply(&id)["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status["vault_available"], json!(false), "{status}");
+    // Readable again after the watcher's comparisons with the disk ran meanwhile: served
+    // again, with nothing lost (an unlistable folder is not an empty one).
+    std::thread::sleep(2 * obsidian_kb::watch::RECONCILE_EVERY);
+    std::fs::set_permissions(&d.vault, open).unwrap();
+    assert_eq!(
+        hits(&s.call("search_notes", json!({"query": "hello"}))),
+        ["note://Home"]
+    );
+    drop(s);
+
+    // Unreadable from the start: the server does not start, and says why.
+    std::fs::set_permissions(&d.vault, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = held_back_by_permissions(d.tmp.path())
+        .arg("--vault")
+        .arg(&d.vault)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    std::fs::set_permissions(&d.vault, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot be opened: Permission denied"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&d.abs()), "{stderr}");
+}
+
+#[test]
+fn a_folder_moved_away_and_made_again_is_watched_again() {
+    let d = Dir::new();
+    d.write("Live/One.md", "# One\n\nfirstword\n");
+    let mut s = Raw::spawn(&d.vault, &d.log);
+    s.initialize();
+    // What a sync tool or a checkout does: the folder moved aside and a new one made at once.
+    std::fs::rename(d.vault.join("Live"), d.vault.join("Moved")).unwrap();
+    std::fs::create_dir(d.vault.join("Live")).unwrap();
+    assert!(eventually(|| hits(
+        &s.call("search_notes", json!({"query": "firstword"}))
+    ) == ["note://Moved/One"]));
+    // Both folders are watched: the new one under the old name, the old one under its new.
+    d.write("Live/Fresh.md", "# Fresh\n\nquokka\n");
+    d.write("Moved/Two.md", "# Two\n\nwombat\n");
+    assert!(
+        eventually(
+            || hits(&s.call("search_notes", json!({"query": "quokka"}))) == ["note://Live/Fresh"]
+        ),
+        "{}",
+        d.log()
+    );
+    assert!(
+        eventually(
+            || hits(&s.call("search_notes", json!({"query": "wombat"}))) == ["note://Moved/Two"]
+        ),
+        "{}",
+        d.log()
+    );
+}
+
+/// Every note's URI that `list_notes` gives, all pages.
+fn listed(s: &mut Raw) -> Vec<String> {
+    let mut uris = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let r = s.call("list_notes", json!({"limit": 500, "cursor": cursor}));
+        assert!(!is_error(&r), "{}", text(&r));
+        let page = &r["structuredContent"];
+        for n in page["notes"].as_array().unwrap() {
+            uris.push(n["uri"].as_str().unwrap().to_string());
+        }
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            return uris;
+        }
+    }
+}
+
+/// The URIs of the notes on disk under `vault`, sorted.
+fn on_disk(vault: &Path) -> Vec<String> {
+    let mut uris: Vec<String> = walkdir::WalkDir::new(vault)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(vault).ok()?.to_str()?.to_string();
+            Some(format!("note://{}", rel.strip_suffix(".md")?))
+        })
+        .collect();
+    uris.sort();
+    uris
+}
+
+#[test]
+fn fifteen_hundred_quick_edits_end_with_the_files_on_disk() {
+    let d = Dir::new();
+    let folders = ["A", "B", "C", "D/E"];
+    for (i, f) in folders.iter().enumerate() {
+        d.write(&format!("{f}/seed{i}.md"), "# Seed\n\nseed\n");
+    }
+    let mut s = Raw::spawn(&d.vault, &d.log);
+    s.initialize();
+    // A fixed pseudo-random run of creates, rewrites, deletes, renames across folders, and
+    // folders moved aside and made again, as fast as the file system takes them.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let notes_in = |f: &str| -> Vec<PathBuf> {
+        std::fs::read_dir(d.vault.join(f))
+            .map(|rd| {
+                rd.filter_map(|e| Some(e.ok()?.path()))
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for i in 0..1500 {
+        let f = folders[next(folders.len())];
+        let dir = d.vault.join(f);
+        std::fs::create_dir_all(&dir).unwrap();
+        let existing = notes_in(f);
+        match next(10) {
+            0..=3 => std::fs::write(dir.join(format!("n{i}.md")), format!("# N{i}\n\nword{i}\n"))
+                .unwrap(),
+            4 | 5 if !existing.is_empty() => {
+                let p = &existing[next(existing.len())];
+                std::fs::write(p, format!("# Changed\n\nchanged{i}\n")).unwrap();
+            }
+            6 if !existing.is_empty() => {
+                std::fs::remove_file(&existing[next(existing.len())]).unwrap();
+            }
+            7 | 8 if !existing.is_empty() => {
+                let to = d.vault.join(folders[next(folders.len())]);
+                std::fs::create_dir_all(&to).unwrap();
+                let p = &existing[next(existing.len())];
+                std::fs::rename(p, to.join(format!("r{i}.md"))).unwrap();
+            }
+            _ => {
+                let aside = d.vault.join(format!("aside{i}"));
+                std::fs::rename(&dir, &aside).unwrap();
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(format!("after{i}.md")), "# After\n\nafter\n").unwrap();
+            }
+        }
+    }
+    // Then, a moment later, one more note in every folder: a folder made again under its old
+    // name and never watched would not show it.
+    std::thread::sleep(Duration::from_millis(500));
+    for f in folders {
+        d.write(&format!("{f}/last.md"), "# Last\n\nlast\n");
+    }
+    let want = on_disk(&d.vault);
+    let mut got = Vec::new();
+    let converged = eventually(|| {
+        got = listed(&mut s);
+        got.sort();
+        got == want
+    });
+    let missing: Vec<_> = want.iter().filter(|u| !got.contains(u)).collect();
+    let stale: Vec<_> = got.iter().filter(|u| !want.contains(u)).collect();
+    assert!(
+        converged,
+        "{} notes on disk; missing {missing:?}; listed but gone {stale:?}",
+        want.len()
+    );
+}
+
+#[test]
+fn a_note_left_out_of_the_index_says_why_when_asked_for() {
+    let d = Dir::new();
+    d.write("Home.md", "# Home\n\nhello\n");
+    d.write("Binary.md", "# Binary\n\0\0\0 not text\n");
+    let huge = format!("# Huge\n\n{}", "word ".repeat(2_000_000));
+    d.write("Huge.md", &huge);
+    let mut s = Raw::spawn(&d.vault, &d.log);
+    s.initialize();
+    for (reference, why) in [
+        ("Binary", "`Binary.md` is not a text file"),
+        ("note://Huge", "`Huge.md` is too large"),
+        ("Huge.md", "`Huge.md` is too large"),
+    ] {
+        let r = s.call("read_note", json!({"uri": reference}));
+        assert!(is_error(&r), "{r}");
+        assert!(text(&r).contains("left out of the index"), "{r}");
+        assert!(text(&r).contains(why), "{r}");
+    }
+    // A reference to nothing at all is still "no note matches".
+    let r = s.call("read_note", json!({"uri": "Nowhere"}));
+    assert!(text(&r).contains("No note matches"), "{r}");
+    // Mended on disk, the note is found again (by the watcher, or by its comparison with the
+    // disk).
+    d.write("Binary.md", "# Binary\n\nnow plain text\n");
+    assert!(eventually(|| hits(
+        &s.call("search_notes", json!({"query": "plain"}))
+    ) == ["note://Binary"]));
 }
