@@ -138,7 +138,14 @@ impl Repl<'_, '_> {
 
     /// One question: fit the context, ask, print the answer (or its JSON report).
     fn turn(&mut self, question: &str) -> Result<()> {
-        let dropped = self.fit_context(question);
+        let Some(dropped) = self.fit_context(question) else {
+            eprintln!(
+                "recall: this question is too long for the model's context of {} tokens; ask a \
+                 shorter one (the conversation is kept)",
+                self.session.context_size()
+            );
+            return Ok(());
+        };
         if dropped > 0 {
             eprintln!(
                 "recall: shortened {dropped} old turn{} to a recap line to fit the context of {} tokens",
@@ -189,15 +196,21 @@ impl Repl<'_, '_> {
         Ok(())
     }
 
-    /// Folds the oldest turns into recap lines (see [`fit_context`]).
-    fn fit_context(&mut self, question: &str) -> usize {
-        fit_context(
+    /// Folds the oldest turns into recap lines (see [`fit_context`]) and returns how many; a
+    /// question that cannot fit even alone leaves the conversation as it was (`None`).
+    fn fit_context(&mut self, question: &str) -> Option<usize> {
+        let mut fitted = self.conversation.clone();
+        let folded = fit_context(
             self.bench,
             self.session,
             self.agent.answer_tokens(),
-            &mut self.conversation,
+            &mut fitted,
             question,
-        )
+        );
+        folded.fits.then(|| {
+            self.conversation = fitted;
+            folded.dropped
+        })
     }
 
     fn print_tools(&self) -> Result<()> {
@@ -282,15 +295,16 @@ fn parse_line(line: &str) -> Line<'_> {
 
 /// Folds the oldest turns of `conversation` into recap lines until the next decision prompt,
 /// with its tool schemas and `question`, leaves room for an answer of `answer_tokens` and the
-/// turn's tool results; returns how many turns were folded. `serve` keeps the histories its
-/// clients send the same way.
+/// turn's tool results; says how many turns were folded and whether the prompt fits now (a
+/// question too long for the context never does). `serve` keeps the histories its clients
+/// send the same way.
 pub fn fit_context(
     bench: &Workbench,
     session: &Session<'_>,
     answer_tokens: usize,
     conversation: &mut Vec<Message>,
     question: &str,
-) -> usize {
+) -> Folded {
     let tools = bench.manager.tools();
     let template = &bench.template;
     let limit = session
@@ -313,42 +327,86 @@ const RECAP_LINES: usize = 8;
 /// Longest question or answer excerpt in a recap line, in characters.
 const RECAP_CHARS: usize = 160;
 
+/// What [`drop_oldest_turns`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Folded {
+    /// Whole turns dropped (each left a recap line, while there is room for lines).
+    pub dropped: usize,
+    /// Whether the conversation fits now; when not, everything but the system message's own
+    /// text is gone and what is left (the question itself) is too long.
+    pub fits: bool,
+}
+
 /// Makes room by dropping whole turns (a user message and everything up to the next one) from
 /// the front, after the system message, until `fits` holds. Each dropped turn leaves a line in
 /// the system message (its question and the start of its answer), so the model still knows what
-/// was discussed; when only recap lines are left to drop, they go too, oldest first. Returns how
-/// many turns were dropped.
+/// was discussed; when only recap lines are left to drop, they go too, oldest first.
+///
+/// The fewest turns to drop are found by bisection: `fits` renders and counts a whole prompt,
+/// and asking it once per dropped turn took minutes on a history of hundreds of messages (it
+/// is asked about 2 + log2(turns) times here, plus once per recap line at the very end).
 pub fn drop_oldest_turns(
     conversation: &mut Vec<Message>,
     mut fits: impl FnMut(&[Message]) -> bool,
-) -> usize {
+) -> Folded {
+    if fits(conversation) {
+        return Folded {
+            dropped: 0,
+            fits: true,
+        };
+    }
     let has_system = conversation.first().is_some_and(|m| m.role == Role::System);
     let head = usize::from(has_system);
-    let mut dropped = 0;
-    while !fits(conversation) {
-        if conversation.len() > head {
-            let end = conversation[head + 1..]
-                .iter()
-                .position(|m| m.role == Role::User)
-                .map_or(conversation.len(), |i| head + 1 + i);
-            let turn: Vec<Message> = conversation.drain(head..end).collect();
-            dropped += 1;
-            if has_system && let Some(line) = recap_line(&turn) {
-                let system = &mut conversation[0].content;
-                let (base, mut lines) = split_recap(system);
-                lines.push(line);
-                let skip = lines.len().saturating_sub(RECAP_LINES);
-                *system = join_recap(&base, &lines[skip..]);
-            }
-        } else if has_system && !split_recap(&conversation[0].content).1.is_empty() {
-            let system = &mut conversation[0].content;
-            let (base, lines) = split_recap(system);
-            *system = join_recap(&base, &lines[1..]);
+    // Where each turn starts: right after the system message (messages before the first
+    // question count as a turn), then at every question.
+    let starts: Vec<usize> = (head..conversation.len())
+        .filter(|&i| i == head || conversation[i].role == Role::User)
+        .collect();
+    let (base, earlier_lines) = match conversation.first() {
+        Some(system) if has_system => split_recap(&system.content),
+        _ => (String::new(), Vec::new()),
+    };
+    let end_of = |turn: usize| starts.get(turn).copied().unwrap_or(conversation.len());
+    // The conversation less its first `dropped` turns, and less the oldest `cut` recap lines.
+    let folded = |dropped: usize, cut: usize| -> Vec<Message> {
+        let mut out = Vec::with_capacity(head + conversation.len() - end_of(dropped));
+        if has_system {
+            let mut lines = earlier_lines.clone();
+            // Only the newest RECAP_LINES lines are kept: older turns need none.
+            lines.extend(
+                (dropped.saturating_sub(RECAP_LINES)..dropped)
+                    .filter_map(|t| recap_line(&conversation[starts[t]..end_of(t + 1)])),
+            );
+            let kept = &lines[lines.len().saturating_sub(RECAP_LINES)..];
+            let kept = &kept[cut.min(kept.len())..];
+            out.push(Message::new(Role::System, join_recap(&base, kept)));
+        }
+        out.extend_from_slice(&conversation[end_of(dropped)..]);
+        out
+    };
+    // Bisection over the turns to drop: `low` turns are too few, `high` may be enough.
+    let (mut low, mut high) = (0, starts.len());
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(&folded(mid, 0)) {
+            high = mid;
         } else {
-            break;
+            low = mid;
         }
     }
-    dropped
+    let mut candidate = folded(high, 0);
+    let mut ok = high < starts.len() || fits(&candidate);
+    let mut cut = 0;
+    while !ok && has_system && !split_recap(&candidate[0].content).1.is_empty() {
+        cut += 1;
+        candidate = folded(high, cut);
+        ok = fits(&candidate);
+    }
+    *conversation = candidate;
+    Folded {
+        dropped: high,
+        fits: ok,
+    }
 }
 
 /// `- Q: … A: …` for one dropped turn: its question and the start of its final answer.
@@ -612,15 +670,21 @@ mod tests {
     #[test]
     fn nothing_is_dropped_when_it_fits() {
         let mut c = chat("suaiau");
-        assert_eq!(drop_oldest_turns(&mut c, |_| true), 0);
+        assert_eq!(drop_oldest_turns(&mut c, |_| true).dropped, 0);
         assert_eq!(c, chat("suaiau"));
     }
 
     #[test]
     fn oldest_whole_turns_go_first_and_the_system_message_stays() {
         let mut c = chat("suaiaua" /* two turns, the first with a call */);
-        let dropped = drop_oldest_turns(&mut c, |m| m.len() <= 3);
-        assert_eq!(dropped, 1);
+        let folded = drop_oldest_turns(&mut c, |m| m.len() <= 3);
+        assert_eq!(
+            folded,
+            Folded {
+                dropped: 1,
+                fits: true
+            }
+        );
         assert_eq!(roles(&c), "sua");
         assert!(c[0].content.starts_with("s0"), "{}", c[0].content);
         assert_eq!(c[1].content, "u5", "the newer turn is the one kept");
@@ -631,7 +695,7 @@ mod tests {
         let mut c = chat("suaiaua");
         c[1].content = "When is the\nbiology midterm?".into();
         c[4].content = format!("On May 3 in room 204. {}", "More detail. ".repeat(40));
-        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3), 1);
+        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3).dropped, 1);
         let (base, lines) = split_recap(&c[0].content);
         assert_eq!(base, "s0");
         assert_eq!(lines.len(), 1, "{}", c[0].content);
@@ -648,7 +712,7 @@ mod tests {
                 .into_iter()
                 .map(|m| Message::new(m.role, format!("later {}", m.content))),
         );
-        assert_eq!(drop_oldest_turns(&mut c2, |m| m.len() <= 3), 1);
+        assert_eq!(drop_oldest_turns(&mut c2, |m| m.len() <= 3).dropped, 1);
         let (_, lines) = split_recap(&c2[0].content);
         assert_eq!(lines.len(), 2);
         assert!(lines[1].starts_with("- Q: u5 A: a6"), "{lines:?}");
@@ -657,7 +721,10 @@ mod tests {
     #[test]
     fn the_recap_keeps_only_the_newest_lines() {
         let mut c = chat(&format!("s{}", "ua".repeat(RECAP_LINES + 3)));
-        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 1), RECAP_LINES + 3);
+        assert_eq!(
+            drop_oldest_turns(&mut c, |m| m.len() <= 1).dropped,
+            RECAP_LINES + 3
+        );
         let (_, lines) = split_recap(&c[0].content);
         assert_eq!(lines.len(), RECAP_LINES);
         assert!(
@@ -668,20 +735,47 @@ mod tests {
     #[test]
     fn every_turn_and_then_the_recap_go_when_nothing_fits() {
         let mut c = chat("suaua");
-        assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
+        assert_eq!(
+            drop_oldest_turns(&mut c, |_| false),
+            Folded {
+                dropped: 2,
+                fits: false
+            }
+        );
         assert_eq!(roles(&c), "s");
         assert_eq!(c[0].content, "s0", "recap lines go last");
         let mut c = chat("uaua");
-        assert_eq!(drop_oldest_turns(&mut c, |_| false), 2);
+        assert_eq!(drop_oldest_turns(&mut c, |_| false).dropped, 2);
         assert!(c.is_empty());
         let mut empty = Vec::new();
-        assert_eq!(drop_oldest_turns(&mut empty, |_| false), 0);
+        assert_eq!(drop_oldest_turns(&mut empty, |_| false).dropped, 0);
+    }
+
+    #[test]
+    fn a_long_history_is_fitted_with_few_renders() {
+        // 5,000 turns, of which the newest 7 fit: found by bisection, not turn by turn.
+        let mut c = chat(&format!("s{}", "ua".repeat(5_000)));
+        let mut asked = 0;
+        let folded = drop_oldest_turns(&mut c, |m| {
+            asked += 1;
+            m.len() <= 15
+        });
+        assert_eq!(folded.dropped, 4_993);
+        assert!(folded.fits);
+        assert_eq!(roles(&c), format!("s{}", "ua".repeat(7)));
+        assert!(asked <= 16, "fits asked {asked} times");
+        let (_, lines) = split_recap(&c[0].content);
+        assert_eq!(lines.len(), RECAP_LINES);
+        assert!(
+            lines[RECAP_LINES - 1].starts_with("- Q: u9985 "),
+            "{lines:?}"
+        );
     }
 
     #[test]
     fn messages_before_the_first_question_count_as_one_turn() {
         let mut c = chat("saiua");
-        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3), 1);
+        assert_eq!(drop_oldest_turns(&mut c, |m| m.len() <= 3).dropped, 1);
         assert_eq!(roles(&c), "sua");
     }
 

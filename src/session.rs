@@ -11,7 +11,7 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
@@ -121,7 +121,7 @@ fn load_model_until(
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                anyhow::bail!("the model-loading thread ended without a result")
+                bail!("the model-loading thread ended without a result")
             }
         }
     }
@@ -204,6 +204,27 @@ pub fn start_servers_on(
     Ok((manager, config))
 }
 
+/// With servers configured and none of them started, a model command has nothing to answer
+/// from: an error (after each server's own reason, printed above), unless the person asked
+/// for tools to be optional.
+fn require_a_server(manager: &McpManager, tools_optional: bool) -> Result<()> {
+    let servers = manager.servers();
+    let none_started = !servers.is_empty()
+        && servers
+            .iter()
+            .all(|s| matches!(s.status, ServerStatus::Failed { .. }));
+    if none_started && !tools_optional {
+        bail!(
+            "no tool server started, so there is nothing to answer from (see above); \
+             mend the server, or pass --tools-optional to use the model alone"
+        );
+    }
+    Ok(())
+}
+
+/// How long a run stopped by SIGHUP or SIGTERM may take to shut its servers down.
+const HANGUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Ctrl-C as cancellation instead of the end of the process: it cancels the current token,
 /// which every piece of work (an `ask`, a chat turn, a study run) checks. A chat takes a fresh
 /// token per turn ([`Interrupt::renew`]), so a Ctrl-C stops one turn only.
@@ -213,16 +234,42 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Catches Ctrl-C (SIGINT) on `runtime` from now on.
+    /// Catches Ctrl-C (SIGINT) on `runtime` from now on, and on Unix the terminal closing
+    /// (SIGHUP) and a polite kill (SIGTERM) too: each stops the work the same way, so the
+    /// servers are shut down rather than left running without their parent. After either of
+    /// the latter the process ends within [`HANGUP_GRACE`] even where nothing looks at the
+    /// token (a chat waiting for its next line); a server left then sees its input close.
     pub fn install(runtime: &tokio::runtime::Runtime) -> Interrupt {
         let interrupt = Interrupt::default();
         let current = interrupt.current.clone();
+        let cancel = move || {
+            current
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .cancel()
+        };
+        #[cfg(unix)]
+        for kind in [
+            tokio::signal::unix::SignalKind::hangup(),
+            tokio::signal::unix::SignalKind::terminate(),
+        ] {
+            let Ok(mut signal) = runtime.block_on(async { tokio::signal::unix::signal(kind) })
+            else {
+                continue;
+            };
+            let cancel = cancel.clone();
+            runtime.spawn(async move {
+                if signal.recv().await.is_some() {
+                    cancel();
+                    tokio::time::sleep(HANGUP_GRACE).await;
+                    eprintln!("recall: stopped");
+                    std::process::exit(128 + kind.as_raw_value());
+                }
+            });
+        }
         runtime.spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
-                current
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .cancel();
+                cancel();
             }
         });
         interrupt
@@ -288,7 +335,8 @@ impl Workbench {
         let loaded = if token.is_cancelled() {
             Err(Cancelled.into())
         } else {
-            first(&runtime, &manager)
+            require_a_server(&manager, run.agent.tools_optional)
+                .and_then(|()| first(&runtime, &manager))
                 .and_then(|found| Ok((found, load_model_until(&run.model, config.engine, &token)?)))
         };
         let (found, model) = match loaded {

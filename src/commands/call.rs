@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::cli::{GlobalArgs, ServerArgs};
 use crate::embedding;
-use crate::engine::CancellationToken;
-use crate::session::start_servers;
+use crate::engine::Cancelled;
+use crate::session::{Interrupt, start_servers_on};
 use crate::tool::ToolCall;
 
 /// `recall call TOOL 'JSON'`: one call, its result printed.
@@ -19,12 +19,16 @@ pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str)
     let Value::Object(arguments) = arguments else {
         anyhow::bail!("arguments must be a JSON object like '{{\"query\": \"bread\"}}'");
     };
-    let (runtime, manager) = start_servers(args)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    // Ctrl-C (or the terminal closing) stops the call and shuts the servers down: never a
+    // server left running without recall.
+    let interrupt = Interrupt::install(&runtime);
+    let (manager, _) = start_servers_on(&runtime, args)?;
+    let token = interrupt.token();
     // The search a model command would get: when the vault's embedding is nearly done, it is
-    // waited for (recall exits on Ctrl-C here, and the servers with it).
+    // waited for.
     let bound = Some(std::time::Duration::from_secs(args.embedding_wait));
-    if let Ok(readiness) = embedding::prepare(&runtime, &manager, &CancellationToken::new(), bound)
-    {
+    if let Ok(readiness) = embedding::prepare(&runtime, &manager, &token, bound) {
         embedding::say(&readiness);
     }
     let call = ToolCall {
@@ -32,8 +36,16 @@ pub fn call(global: &GlobalArgs, args: &ServerArgs, tool: &str, arguments: &str)
         arguments,
     };
     // The person typed this call: approval is for calls the model chooses, so it just runs.
-    let output = runtime.block_on(manager.call(&call));
+    let output = runtime.block_on(async {
+        tokio::select! {
+            output = manager.call(&call) => Some(output),
+            () = token.cancelled() => None,
+        }
+    });
     runtime.block_on(manager.shutdown());
+    let Some(output) = output else {
+        return Err(Cancelled.into());
+    };
     let mut out = std::io::stdout().lock();
     if global.json {
         let json = CallJson {

@@ -280,7 +280,7 @@ async fn chat_completions(
         client: cancel.drop_guard(),
     };
     if request.stream {
-        reply.stream().into_response()
+        reply.stream().await
     } else {
         reply.whole().await
     }
@@ -308,6 +308,7 @@ impl Reply {
         let mut content = String::new();
         while let Some(event) = self.received.recv().await {
             match event {
+                JobEvent::Started => {}
                 JobEvent::Text(text) => content.push_str(&text),
                 JobEvent::Finished(finished) => {
                     self.client.disarm();
@@ -340,7 +341,15 @@ impl Reply {
     /// sources, a last chunk with the finish reason, usage and Recall's extension, then
     /// `data: [DONE]`. A failure after the stream began is an `{"error": …}` event (as OpenAI
     /// sends one), then `[DONE]`.
-    fn stream(self) -> impl IntoResponse {
+    ///
+    /// The headers wait for the turn to begin, so that a turn refused before it begins (a
+    /// question too long for the context, the server stopping) gets its own status.
+    async fn stream(mut self) -> Response {
+        match self.received.recv().await {
+            Some(JobEvent::Started) => {}
+            Some(JobEvent::Failed(failure)) => return failure_response(&failure),
+            Some(_) | None => return stopping(),
+        }
         let first = self.chunk(
             Delta {
                 role: Some("assistant"),
@@ -362,6 +371,7 @@ impl Reply {
                         return None;
                     }
                     match reply.received.recv().await {
+                        Some(JobEvent::Started) => {}
                         Some(JobEvent::Text(text)) => pending.push_back(reply.chunk(
                             Delta {
                                 role: None,
@@ -394,7 +404,9 @@ impl Reply {
                     }
                 }
             });
-        Sse::new(events).keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE))
+        Sse::new(events)
+            .keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE))
+            .into_response()
     }
 
     /// One chunk; `finished` makes it the last one.
@@ -432,6 +444,12 @@ fn failure_response(failure: &JobError) -> Response {
             "server_error",
             failure.message(),
         ),
+        // OpenAI's own answer to a prompt over the context: 400, `context_length_exceeded`.
+        JobError::TooLong { .. } => {
+            let mut body = ErrorBody::new("invalid_request_error", failure.message());
+            body.error.code = Some("context_length_exceeded");
+            (StatusCode::BAD_REQUEST, Json(body)).into_response()
+        }
     }
 }
 
@@ -504,6 +522,7 @@ mod tests {
             cited: true,
             replaces: Vec::new(),
         };
+        job.events.send(JobEvent::Started).unwrap();
         for text in ["Sync is ", "a paid service [1]."] {
             job.events.send(JobEvent::Text(text.into())).unwrap();
         }
@@ -768,10 +787,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_question_too_long_for_the_context_is_a_400_streamed_or_not() {
+        for stream in [true, false] {
+            let (state, mut queue) = state(1, None);
+            let replied = tokio::spawn(send_owned(state.clone(), question(stream)));
+            let job = queue.recv().await.unwrap();
+            let too_long = JobError::TooLong { context: 8192 };
+            job.events.send(JobEvent::Failed(too_long)).unwrap();
+            let response = replied.await.unwrap();
+            assert_eq!(
+                response.status(),
+                StatusCode::BAD_REQUEST,
+                "stream: {stream}"
+            );
+            let body: Value = serde_json::from_str(&body_text(response).await).unwrap();
+            assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+            assert_eq!(body["error"]["code"], "context_length_exceeded", "{body}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(message.contains("context of 8192 tokens"), "{message}");
+        }
+    }
+
+    #[tokio::test]
     async fn a_client_that_goes_away_cancels_its_turn() {
         let (state, mut queue) = state(1, None);
-        let response = send(&state, question(true)).await;
+        let replied = tokio::spawn(send_owned(state.clone(), question(true)));
         let job = queue.recv().await.unwrap();
+        job.events.send(JobEvent::Started).unwrap();
+        let response = replied.await.unwrap();
         assert!(!job.cancel.is_cancelled());
         drop(response);
         assert!(job.cancel.is_cancelled());

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{ApproveAll, Approver, RefuseAll, SYSTEM_PROMPT, Turn};
 use crate::chat::fit_context;
 use crate::cli::{GlobalArgs, RunArgs, ServeArgs};
-use crate::engine::Session;
+use crate::engine::{ChatModel, Session};
 use crate::prompt::Message;
 use crate::session::{Workbench, citations_markdown, without_citations_markdown};
 
@@ -218,6 +218,8 @@ impl JobRequest {
 
 /// What the worker sends back for a job.
 pub enum JobEvent {
+    /// The question fits and the turn has begun: a stream's headers may go.
+    Started,
     /// A piece of the answer, as it is written.
     Text(String),
     /// The turn is done; nothing follows.
@@ -264,6 +266,12 @@ pub enum JobError {
     Stopping,
     /// The turn failed (the model, a prompt): the error, with its causes.
     Turn(String),
+    /// The question alone, with the prompt around it, is longer than the model's context: the
+    /// client's mistake, never to be retried as it is.
+    TooLong {
+        /// The context size, in tokens.
+        context: usize,
+    },
 }
 
 impl JobError {
@@ -271,6 +279,10 @@ impl JobError {
         match self {
             JobError::Stopping => "recall serve is stopping".into(),
             JobError::Turn(error) => error.clone(),
+            JobError::TooLong { context } => format!(
+                "the question is too long for the model's context of {context} tokens \
+                 (with the prompt around it and room for the answer); send a shorter one"
+            ),
         }
     }
 }
@@ -347,8 +359,23 @@ fn answer<'e>(
         &mut conversation,
         &request.question,
     );
-    if folded > 0 {
-        eprintln!("recall: #{number}: shortened {folded} old turns to fit the context");
+    if !folded.fits {
+        let context = session.context_size();
+        eprintln!("recall: #{number}: refused: the question does not fit the context");
+        let _ = events.send(JobEvent::Failed(JobError::TooLong { context }));
+        return;
+    }
+    if folded.dropped > 0 {
+        eprintln!(
+            "recall: #{number}: shortened {} old turns to fit the context",
+            folded.dropped
+        );
+    }
+    // The HTTP side holds a stream's headers until now, so that a request that can never fit
+    // is a 400 rather than a 200 whose stream says it failed.
+    if events.send(JobEvent::Started).is_err() {
+        report_cancelled(bench, number, &events);
+        return;
     }
     let mut options = bench.agent_options(&run.model, &run.agent);
     options.cancel = cancel.clone();

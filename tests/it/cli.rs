@@ -423,6 +423,28 @@ fn bad_input_is_one_clear_error() {
         "{}",
         text(&out.stderr)
     );
+
+    // The only server cannot start: nothing to answer from, so no answer (and no model load).
+    let dead = dir.path().join("dead.json");
+    std::fs::write(
+        &dead,
+        r#"{"mcpServers": {"notes": {"command": "/nowhere/no-such-server"}}}"#,
+    )
+    .unwrap();
+    let model = common::smollm2().display().to_string();
+    let out = recall(&[
+        "ask",
+        "--config",
+        dead.to_str().unwrap(),
+        "--model",
+        &model,
+        "q",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("server notes failed to start"), "{stderr}");
+    assert!(stderr.contains("no tool server started"), "{stderr}");
+    assert!(text(&out.stdout).is_empty(), "{}", text(&out.stdout));
 }
 
 /// server-everything's `get-env` dumps its whole environment: recall's secrets must not be in
@@ -537,24 +559,31 @@ fn assert_stopped(run: common::Watched) -> String {
 
 /// Ctrl-C right after the vault server started, before any prompt (the model may be loading):
 /// the run stops with 130, and the server is ended with it, not left to notice its closed input.
+/// The terminal closing (SIGHUP) and a polite kill (SIGTERM) stop it the same way.
 #[test]
 fn ctrl_c_before_the_first_prompt_stops_ask_and_ends_its_server() {
-    let mut command = ask_command(false);
-    command.env("RUST_LOG", "warn,recall::mcp=info");
-    let mut run = common::Watched::spawn(command);
-    run.wait_until("the server's start", |_, err| {
-        err.contains("MCP server started")
-    });
-    let (_, stderr) = run.output();
-    let server: u32 = stderr
-        .split_once("pid=Some(")
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .and_then(|(pid, _)| pid.parse().ok())
-        .unwrap_or_else(|| panic!("no server pid in {stderr}"));
-    run.interrupt();
-    let stdout = assert_stopped(run);
-    assert_eq!(stdout, "", "nothing was answered");
-    assert!(!common::running(server), "the vault server outlived recall");
+    use nix::sys::signal::Signal;
+    for signal in [Signal::SIGINT, Signal::SIGHUP, Signal::SIGTERM] {
+        let mut command = ask_command(false);
+        command.env("RUST_LOG", "warn,recall::mcp=info");
+        let mut run = common::Watched::spawn(command);
+        run.wait_until("the server's start", |_, err| {
+            err.contains("MCP server started")
+        });
+        let (_, stderr) = run.output();
+        let server: u32 = stderr
+            .split_once("pid=Some(")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .and_then(|(pid, _)| pid.parse().ok())
+            .unwrap_or_else(|| panic!("no server pid in {stderr}"));
+        run.signal(signal);
+        let stdout = assert_stopped(run);
+        assert_eq!(stdout, "", "{signal}: nothing was answered");
+        assert!(
+            !common::running(server),
+            "{signal}: the vault server outlived recall"
+        );
+    }
 }
 
 #[test]

@@ -222,8 +222,13 @@ impl Watched {
 
     /// Sends SIGINT to the process alone (not its group), as `kill -INT` does.
     pub fn interrupt(&self) {
+        self.signal(nix::sys::signal::Signal::SIGINT);
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT sent");
+        nix::sys::signal::kill(pid, signal).expect("the signal sent");
     }
 
     /// Waits for the exit; returns the status, stdout and stderr.

@@ -252,3 +252,66 @@ fn a_client_that_hangs_up_mid_answer_stops_its_turn_and_the_next_is_answered() {
     );
     assert!(stderr.contains("#2: answered in "), "{stderr}");
 }
+
+/// Posts `body` to the chat endpoint; returns the status line's code and the body.
+fn post(server: &Server, body: &str) -> (u16, Value) {
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), body).unwrap();
+    let out = curl(&[
+        "-w",
+        "\n%{http_code}",
+        "-H",
+        "Content-Type: application/json",
+        "--data-binary",
+        &format!("@{}", file.path().display()),
+        &format!("{}/chat/completions", server.base),
+    ]);
+    let (json, code) = out.rsplit_once('\n').expect("a status code");
+    let value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    (code.parse().expect("a status code"), value)
+}
+
+#[test]
+fn a_history_of_ten_thousand_messages_is_answered_and_an_endless_question_refused() {
+    let server = start(Path::new(&common::fixture_vault()), "48");
+    // 10,000 short messages before the question (400 KB): the oldest are folded away by
+    // bisection (each try renders and counts the whole prompt, once a turn took minutes).
+    let mut messages: Vec<Value> = (0..5_000)
+        .flat_map(|i| {
+            [
+                serde_json::json!({"role": "user", "content": format!("Note {i} of my list?")}),
+                serde_json::json!({"role": "assistant", "content": format!("Item {i} noted.")}),
+            ]
+        })
+        .collect();
+    messages.push(serde_json::json!({"role": "user", "content": QUESTION}));
+    let body = serde_json::json!({"messages": messages}).to_string();
+    let (code, answer) = post(&server, &body);
+    assert_eq!(code, 200, "{answer}");
+    assert!(
+        answer["choices"][0]["message"]["content"].is_string(),
+        "{answer}"
+    );
+
+    // A question that cannot fit the context even alone is the client's error, streamed or
+    // not, and the server answers the next one.
+    for stream in [true, false] {
+        let endless = "Tell me about the launch again and again. ".repeat(20_000);
+        let body = serde_json::json!({
+            "stream": stream,
+            "messages": [{"role": "user", "content": endless}],
+        })
+        .to_string();
+        let (code, error) = post(&server, &body);
+        assert_eq!(code, 400, "{error}");
+        assert_eq!(error["error"]["code"], "context_length_exceeded", "{error}");
+    }
+    let (code, _) = post(&server, &question_body(false));
+    assert_eq!(code, 200);
+    let stderr = server.stop();
+    assert!(stderr.contains("#1: shortened "), "{stderr}");
+    assert!(
+        stderr.contains("#2: refused: the question does not fit"),
+        "{stderr}"
+    );
+}
