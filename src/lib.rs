@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod embedding;
 pub mod engine;
+pub mod facts;
 pub mod grammar;
 pub mod language;
 pub mod markup;

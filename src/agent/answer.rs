@@ -18,6 +18,7 @@ use regex::Regex;
 use super::cite::{OpeningSources, unattributed};
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use crate::facts::{self, KnownFacts};
 use crate::grammar::{ANSWER_GBNF, ROOT};
 use crate::language::{Language, NOTES_LACK_IT, answer_lines};
 use crate::markup;
@@ -63,7 +64,29 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation, sources);
         messages.extend(instruction.iter().map(Message::user));
-        let completion = self.write_answer(&messages, on_text)?;
+        let known = known_facts(question, sources);
+        let mut gate = FactGate::new(&known);
+        let completion = self.write_answer(&messages, &mut |text| gate.pass(text, on_text))?;
+        let language = Language::of(question);
+        let made_up = gate.finish(on_text);
+        if !made_up.is_empty() {
+            // Facts from nowhere: not shown as an answer. The notes do not say; the turn may
+            // look further, as after any answer that says so.
+            tracing::debug!("the answer states what no source holds: {made_up:?}");
+            let text = answer_lines(language)
+                .made_up
+                .replace("{}", &made_up.join(", "));
+            let gap = if gate.showed_any() { "\n\n" } else { "" };
+            let _ = on_text(&format!("{gap}{text}"));
+            return Ok(Answered {
+                text,
+                quote_at: None,
+                completion,
+                attribution: None,
+                opening_from: None,
+                notes_lack_it: true,
+            });
+        }
         let mut answer = completion.text.trim().to_string();
         // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
         // came from no source: asking which one would only invite a false citation.
@@ -75,7 +98,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Some(asked) if !notes_lack_it => support::adds(question, asked, &own),
             _ => Adds::Something,
         };
-        let language = Language::of(question);
         let lines = answer_lines(language);
         let lead = match adds {
             _ if answer.is_empty() => Some(lines.no_answer),
@@ -147,10 +169,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
+        let made_up = known_facts(question, sources).unsupported(&own);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
             && support::adds(question, &instruction, &own) == Adds::Something
-            && share >= REREAD_HELD_SHARE;
+            && share >= REREAD_HELD_SHARE
+            && made_up.is_empty();
         if !counts {
             return Ok(Reading::Nothing(completion));
         }
@@ -217,6 +241,131 @@ fn says_notes_lack_it(answer: &str) -> bool {
         .filter(|s| s.chars().any(char::is_alphabetic))
         .count();
     says && sentences <= 1
+}
+
+/// What the model was given to answer from, read for its facts: the question, and every
+/// source's label, the text it was shown and the whole passage (a fact in the part it was not
+/// shown is still no invention of its own).
+fn known_facts(question: &str, sources: &Sources) -> KnownFacts {
+    let labels: Vec<String> = sources.list().iter().map(|s| s.label()).collect();
+    let texts = sources
+        .list()
+        .iter()
+        .flat_map(|s| [s.text.as_str(), s.passage.as_str()]);
+    KnownFacts::new(
+        std::iter::once(question)
+            .chain(labels.iter().map(String::as_str))
+            .chain(texts),
+    )
+}
+
+/// Streams an answer but holds back each clause that states a fact (a number, a key
+/// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the
+/// model was given. A clause stating a fact found nowhere is never shown: the gate closes and
+/// stops the generation, and the agent says the notes do not say. Text before a fact streams
+/// at once, so the first words come as fast as without the gate.
+pub(super) struct FactGate<'k> {
+    known: &'k KnownFacts,
+    held: String,
+    showed: bool,
+    made_up: Vec<String>,
+}
+
+impl<'k> FactGate<'k> {
+    pub(super) fn new(known: &'k KnownFacts) -> FactGate<'k> {
+        FactGate {
+            known,
+            held: String::new(),
+            showed: false,
+            made_up: Vec::new(),
+        }
+    }
+
+    /// Passes `text` on as far as it is checked; breaks once a made-up fact closed the gate.
+    pub(super) fn pass(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if !self.made_up.is_empty() {
+            return ControlFlow::Break(());
+        }
+        self.held.push_str(text);
+        self.flush(false, on_text)
+    }
+
+    /// At the answer's end: checks and shows what is still held; returns the made-up facts
+    /// (empty when every fact stood in a source).
+    pub(super) fn finish(
+        &mut self,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Vec<String> {
+        if self.made_up.is_empty() {
+            let _ = self.flush(true, on_text);
+        }
+        std::mem::take(&mut self.made_up)
+    }
+
+    /// Whether any of the answer reached the user.
+    pub(super) fn showed_any(&self) -> bool {
+        self.showed
+    }
+
+    fn flush(
+        &mut self,
+        at_end: bool,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        loop {
+            let Some(fact) = facts::first_fact(&self.held) else {
+                // No fact yet: all of it goes, but for a last word that may begin one.
+                let keep = match self.held.rsplit(char::is_whitespace).next() {
+                    Some(word) if !at_end && facts::may_begin_fact(&self.held) => word.len(),
+                    _ => 0,
+                };
+                let ready = self.held.len() - keep;
+                return self.show(ready, on_text);
+            };
+            // The word the fact stands in is held whole (`$75,000`, `(Ctrl+O`).
+            let start = self.held[..fact]
+                .rfind(char::is_whitespace)
+                .map_or(0, |at| at + 1);
+            if self.show(start, on_text).is_break() {
+                return ControlFlow::Break(());
+            }
+            let end = match facts::clause_end(&self.held) {
+                Some(end) => end,
+                None if at_end => self.held.len(),
+                None => return ControlFlow::Continue(()),
+            };
+            let made_up = self.known.unsupported(&self.held[..end]);
+            if !made_up.is_empty() {
+                self.made_up = made_up;
+                self.held.clear();
+                return ControlFlow::Break(());
+            }
+            if self.show(end, on_text).is_break() {
+                return ControlFlow::Break(());
+            }
+            if self.held.is_empty() {
+                return ControlFlow::Continue(());
+            }
+        }
+    }
+
+    /// Shows the first `len` bytes held.
+    fn show(
+        &mut self,
+        len: usize,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if len == 0 {
+            return ControlFlow::Continue(());
+        }
+        let shown: String = self.held.drain(..len).collect();
+        self.showed |= !shown.trim().is_empty();
+        on_text(&shown)
+    }
 }
 
 /// Holds an answer back from the user while it may still be only "The notes do not say.", so
@@ -373,6 +522,76 @@ mod tests {
         assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
         let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
         assert!(!is_looping(prose));
+    }
+
+    /// Streams `tokens` through a [`FactGate`] over `known`; returns what was shown after each
+    /// token, and the made-up facts at the end.
+    fn gate(known: &[&str], tokens: &[&str]) -> (Vec<String>, Vec<String>) {
+        let known = KnownFacts::new(known.iter().copied());
+        let mut gate = FactGate::new(&known);
+        let mut shown = String::new();
+        let mut after_each = Vec::new();
+        for token in tokens {
+            let _ = gate.pass(token, &mut |t| {
+                shown.push_str(t);
+                ControlFlow::Continue(())
+            });
+            after_each.push(shown.clone());
+        }
+        let made_up = gate.finish(&mut |t| {
+            shown.push_str(t);
+            ControlFlow::Continue(())
+        });
+        after_each.push(shown);
+        (after_each, made_up)
+    }
+
+    #[test]
+    fn words_before_a_fact_stream_at_once_and_a_checked_clause_follows_whole() {
+        let source = "The pump delivers 1,200 litres per hour.";
+        let (shown, made_up) = gate(
+            &[source],
+            &[
+                "The pump",
+                " delivers 1",
+                ",2",
+                "00 litres",
+                ", at",
+                " noon [1].",
+            ],
+        );
+        assert!(made_up.is_empty());
+        assert_eq!(shown[0], "The pump");
+        assert_eq!(shown[1], "The pump delivers ");
+        assert_eq!(shown[3], "The pump delivers ");
+        assert_eq!(shown[4], "The pump delivers 1,200 litres, at");
+        assert_eq!(shown[6], "The pump delivers 1,200 litres, at noon [1].");
+    }
+
+    #[test]
+    fn a_clause_with_a_made_up_fact_is_never_shown() {
+        let (shown, made_up) = gate(
+            &["The job ad names no salary."],
+            &[
+                "The range",
+                " was $75",
+                ",000 a year",
+                ". Apply",
+                " by May.",
+            ],
+        );
+        assert_eq!(made_up, ["75,000"]);
+        assert_eq!(shown.last().unwrap(), "The range was ");
+        let (shown, made_up) = gate(
+            &["Export with the menu."],
+            &["Press Ct", "rl+Shift", "+O [1]."],
+        );
+        assert_eq!(
+            shown[0], "Press ",
+            "a last word that may begin a fact waits"
+        );
+        assert_eq!(made_up, ["Ctrl+Shift+O"]);
+        assert_eq!(shown.last().unwrap(), "Press ");
     }
 
     /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and

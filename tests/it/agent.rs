@@ -1026,3 +1026,42 @@ fn without_a_vault_server_the_loop_starts_with_the_model() {
     assert!(turn.citations.is_empty());
     runtime.block_on(manager.shutdown());
 }
+
+/// A figure that no source holds is made up, however it is cited: it is never shown. The turn
+/// says the notes do not say, looks further as after any such answer, and a second reading
+/// that makes the figure up again is no answer either. A figure a source holds, in another
+/// form, is shown as written.
+#[test]
+fn an_answer_with_a_figure_from_nowhere_is_never_shown() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(
+        [
+            "$75,000 a year, paid monthly [1].",
+            "I have enough.",
+            "The pump costs 75,000 dollars [1].",
+        ],
+        8192,
+    );
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "pump salary");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "retrieve", "decision", "reread", "answer"]
+    );
+    let (said, quoted) = turn.answer.split_once("\n\n").unwrap();
+    assert_eq!(said, "The notes do not say: none of them gives 75,000.");
+    assert!(
+        quoted.starts_with("The most relevant passages:"),
+        "{quoted}"
+    );
+    assert!(turn.citations.iter().all(|c| !c.cited));
+    assert!(
+        conversation
+            .iter()
+            .all(|m| !m.content.contains("a year, paid"))
+    );
+
+    let mut model = ScriptedModel::new(["The pump delivers 1200 litres per hour [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "pump litres per hour");
+    assert_eq!(turn.answer, "The pump delivers 1200 litres per hour [1].");
+    assert!(turn.citations.iter().any(|c| c.cited));
+}

@@ -1,0 +1,311 @@
+//! The facts an answer states that a reader takes as read in the notes, and whether what the
+//! model was given holds them: numbers (amounts, years, times, dates, sizes, limits) and key
+//! combinations (`Ctrl+Shift+O`).
+//!
+//! Asked what the notes cannot answer, a small model writes such facts from nowhere and cites
+//! a source for them ("$75,000 to $100,000 per year [3]", "Ctrl+Shift+O [1]", "released in 2015
+//! [1]": four of five such questions on a personal vault, five of six on the help vault). A
+//! fact found neither in the question nor in any source the model was shown was made up, so
+//! the agent never shows it as an answer (`agent::answer::FactGate`). Words are not checked:
+//! a paraphrase is no invention, a number is.
+//!
+//! Single digits are left alone: "3 ways" may count the items of a list that writes no 3.
+//! Pure.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::sources::citation_marks;
+
+/// A number (with thousands separators, decimals, and the separators of times and dates), or
+/// a key combination led by a modifier key.
+static FACT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?ix)
+        \b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)
+            (?:\s*[+]\s*(?:[\p{L}\p{N}]+|[^\s\p{L}\p{N}+\[\]]))+
+        | \d+(?:[.,:/-]\d+)*",
+    )
+    .expect("valid regex")
+});
+
+/// A comma between digit groups of three: a thousands separator, not part of the number.
+static THOUSANDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(\d),(\d{3})\b").expect("valid regex"));
+
+/// Two modifiers for two systems before one combination: `Cmd/Ctrl+Shift+F`.
+static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(ctrl|cmd|command|alt|option|opt)\s*/\s*(ctrl|cmd|command|alt|option|opt)((?:\s*\+\s*[^\s+]+)+)",
+    )
+    .expect("valid regex")
+});
+
+/// A date written with its month's name: `May 11, 2021`, `11 May 2021`.
+static NAMED_DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?|([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?),?\s+(\d{4})\b",
+    )
+    .expect("valid regex")
+});
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// What the model was given, read for the facts it holds.
+pub struct KnownFacts {
+    /// Every number in normal form, and each part of a time or date on its own.
+    numbers: HashSet<String>,
+    /// The parts of every time or date, sorted: the same date written in another order
+    /// (`11/05/2021` for `2021-05-11`, or `May 11, 2021`).
+    dates: HashSet<Vec<String>>,
+    /// All the text, lowercase, without whitespace and backticks: where key combinations are
+    /// looked for (a source may write `Ctrl + Shift + O` or `Cmd/Ctrl+Shift+O`).
+    squeezed: String,
+}
+
+impl KnownFacts {
+    /// Reads `texts` (the question, and each source as the model was shown it).
+    pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>) -> KnownFacts {
+        let mut numbers = HashSet::new();
+        let mut dates = HashSet::new();
+        let mut squeezed = String::new();
+        for text in texts {
+            for found in FACT.find_iter(text) {
+                if let Fact::Number { whole, mut parts } = Fact::read(found.as_str()) {
+                    numbers.insert(whole);
+                    numbers.extend(parts.iter().cloned());
+                    if parts.len() > 1 {
+                        parts.sort();
+                        dates.insert(parts);
+                    }
+                }
+            }
+            for date in NAMED_DATE.captures_iter(text) {
+                let day = date.get(1).or(date.get(4)).map_or("", |m| m.as_str());
+                let month = date.get(2).or(date.get(3)).map_or("", |m| m.as_str());
+                let month = month.get(..3).unwrap_or("").to_lowercase();
+                if let Some(number) = MONTHS.iter().position(|m| *m == month) {
+                    let mut parts = vec![
+                        day.trim_start_matches('0').to_string(),
+                        (number + 1).to_string(),
+                        date[5].to_string(),
+                    ];
+                    parts.sort();
+                    dates.insert(parts);
+                }
+            }
+            let either = EITHER_MODIFIER.replace_all(text, "$1$3 $2$3");
+            squeezed.push_str(&squeeze(&either));
+            squeezed.push('\n');
+        }
+        KnownFacts {
+            numbers,
+            dates,
+            squeezed,
+        }
+    }
+
+    /// The facts `text` states (its citation marks aside) that stand nowhere in what is known,
+    /// as written.
+    pub fn unsupported(&self, text: &str) -> Vec<String> {
+        let text = without_marks(text);
+        FACT.find_iter(&text)
+            .filter(|found| !self.holds(&Fact::read(found.as_str())))
+            .map(|found| found.as_str().trim().to_string())
+            .collect()
+    }
+
+    fn holds(&self, fact: &Fact) -> bool {
+        match fact {
+            Fact::Number { whole, parts } => {
+                let mut sorted = parts.clone();
+                sorted.sort();
+                is_single_digit(whole)
+                    || self.numbers.contains(whole)
+                    || (parts.len() > 1 && self.dates.contains(&sorted))
+            }
+            // A combination at the end of a sentence may carry its full stop.
+            Fact::Keys(keys) => {
+                self.squeezed.contains(keys.as_str())
+                    || self
+                        .squeezed
+                        .contains(keys.trim_end_matches(['.', ',', ';', ':', ')']))
+            }
+        }
+    }
+}
+
+/// Whether `text` ends where a fact may be beginning: in a digit, or in a word that is, or may
+/// become, a modifier key's name. A stream holds such text back until the fact is whole.
+pub fn may_begin_fact(text: &str) -> bool {
+    const MODIFIERS: [&str; 11] = [
+        "ctrl", "control", "cmd", "command", "alt", "option", "opt", "shift", "win", "super",
+        "meta",
+    ];
+    let word = text.rsplit(char::is_whitespace).next().unwrap_or("");
+    let name = word
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    word.chars().any(|c| c.is_ascii_digit())
+        || (!name.is_empty() && MODIFIERS.iter().any(|m| m.starts_with(&name)))
+}
+
+/// Where the clause that begins `text` ends: after a sentence or clause mark followed by
+/// whitespace, or at a line's end; `None` while it may go on.
+pub fn clause_end(text: &str) -> Option<usize> {
+    static END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.,;:!?。，；：！？]\s|\n").expect("valid regex"));
+    END.find(text).map(|found| found.end())
+}
+
+/// Where the first fact of `text` begins, if it has one (a whole number, or a modifier key
+/// followed by `+`).
+pub fn first_fact(text: &str) -> Option<usize> {
+    let text_marks = citation_marks(text);
+    FACT.find_iter(text)
+        .find(|found| {
+            !text_marks
+                .iter()
+                .any(|mark| mark.span.contains(&found.start()))
+        })
+        .map(|found| found.start())
+}
+
+/// One fact in normal form.
+#[derive(Debug, PartialEq, Eq)]
+enum Fact {
+    /// A number: thousands separators taken out, and each part of a time or date (`09:00`,
+    /// `2021-05-11`) without its leading zeros.
+    Number { whole: String, parts: Vec<String> },
+    /// A key combination, squeezed ([`squeeze`]).
+    Keys(String),
+}
+
+impl Fact {
+    fn read(found: &str) -> Fact {
+        if !found.starts_with(|c: char| c.is_ascii_digit()) {
+            return Fact::Keys(squeeze(found));
+        }
+        let plain = THOUSANDS.replace_all(found, "$1$2");
+        let plain = THOUSANDS.replace_all(&plain, "$1$2");
+        let parts: Vec<String> = plain
+            .split([':', '/', '-'])
+            .map(|p| match p.trim_start_matches('0') {
+                "" => "0".to_string(),
+                rest => rest.to_string(),
+            })
+            .collect();
+        let seps = plain.chars().filter(|c| matches!(c, ':' | '/' | '-'));
+        let mut whole = parts[0].clone();
+        for (sep, part) in seps.zip(&parts[1..]) {
+            whole.push(sep);
+            whole.push_str(part);
+        }
+        Fact::Number { whole, parts }
+    }
+}
+
+fn is_single_digit(number: &str) -> bool {
+    number.len() == 1
+}
+
+/// Lowercase, without whitespace and backticks.
+fn squeeze(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace() && *c != '`')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// `text` with its citation marks blanked out (their numbers are no facts).
+fn without_marks(text: &str) -> String {
+    let mut out = text.to_string();
+    for mark in citation_marks(text).iter().rev() {
+        out.replace_range(mark.span.clone(), " ");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(texts: &[&str]) -> KnownFacts {
+        KnownFacts::new(texts.iter().copied())
+    }
+
+    #[test]
+    fn a_number_found_nowhere_is_unsupported() {
+        let given = known(&[
+            "What salary range was advertised for the biologist job?",
+            "Résumé › Experience\nField technician, 2019-2021. Paid $18 an hour.",
+        ]);
+        assert_eq!(
+            given.unsupported("It was $75,000 to $100,000 per year [3]."),
+            ["75,000", "100,000"]
+        );
+        assert!(given.unsupported("It paid $18 an hour [2].").is_empty());
+        assert!(given.unsupported("From 2019 to 2021 [1, 2].").is_empty());
+    }
+
+    #[test]
+    fn numbers_match_in_other_forms() {
+        let given = known(&[
+            "Sync keeps 1,000 versions for 12 months; meetings at 9:05 on 2021-05-11.",
+            "The concert is on March 3rd, 2022.",
+        ]);
+        for answer in [
+            "It keeps 1000 versions.",
+            "For 12 months.",
+            "At 09:05.",
+            "On 2021-05-11 [1].",
+            "On 11/05/2021.",
+            "On 2022-03-03.",
+            "On 3 March 2022.",
+        ] {
+            assert!(given.unsupported(answer).is_empty(), "{answer}");
+        }
+        assert_eq!(given.unsupported("On 2021-05-12."), ["2021-05-12"]);
+        assert_eq!(given.unsupported("It keeps 10,000 versions."), ["10,000"]);
+    }
+
+    #[test]
+    fn single_digits_and_citation_marks_are_no_facts() {
+        let given = known(&["- one\n- two\n- three"]);
+        assert!(given.unsupported("There are 3 ways [1][2, 4].").is_empty());
+        assert_eq!(given.unsupported("There are 12 ways [1]."), ["12"]);
+    }
+
+    #[test]
+    fn key_combinations_must_stand_in_a_source() {
+        let given =
+            known(&["Open the command palette with `Ctrl + P` (or Cmd/Ctrl+Shift+F to search)."]);
+        assert!(given.unsupported("Press Ctrl+P [1].").is_empty());
+        assert!(given.unsupported("Use Cmd+Shift+F.").is_empty());
+        assert_eq!(
+            given.unsupported("Press Ctrl+Shift+O to export [1]."),
+            ["Ctrl+Shift+O"]
+        );
+        // A modifier named alone is no combination.
+        assert!(given.unsupported("Hold Shift while dragging.").is_empty());
+    }
+
+    #[test]
+    fn a_stream_can_tell_where_a_fact_may_begin() {
+        for held in ["It costs $7", "Press Ct", "Press Ctrl", "about 1,"] {
+            assert!(may_begin_fact(held), "{held}");
+        }
+        for shown in ["It costs a lot", "Press the ", "Control panel. ", ""] {
+            assert!(!may_begin_fact(shown), "{shown}");
+        }
+        assert_eq!(clause_end("$75 a year, paid"), Some(12));
+        assert_eq!(clause_end("1,000 versions"), None);
+        assert_eq!(first_fact("See [1]: it costs $75 a year."), Some(19));
+        assert_eq!(first_fact("Press Ctrl+P [2]."), Some(6));
+        assert_eq!(first_fact("Nothing here [3]."), None);
+    }
+}
