@@ -266,12 +266,23 @@ impl McpManager {
         let timeout = server.spec.timeout;
         match tokio::time::timeout(timeout, client.call_tool(params)).await {
             Ok(Ok(result)) => convert_result(result),
-            Err(_) => error_output(format!(
-                "tool \"{}\" timed out after {} s (server \"{}\"); try again with a smaller request",
-                call.name,
-                timeout.as_secs_f64(),
-                server.spec.name
-            )),
+            Err(_) => {
+                // Say what happened: a server restarted after it stopped may still be starting
+                // (a vault server indexes first); otherwise it was slow, with `timeoutSecs` the
+                // bound it missed.
+                let why = if matches!(server.state().status, ServerStatus::Restarted) {
+                    "it was restarted after it stopped and may still be starting up; try again \
+                     in a moment"
+                } else {
+                    "it did not answer in time; `timeoutSecs` in the server's config sets the limit"
+                };
+                error_output(format!(
+                    "tool \"{}\" timed out after {} s on server \"{}\": {why}",
+                    call.name,
+                    timeout.as_secs_f64(),
+                    server.spec.name
+                ))
+            }
             Ok(Err(error)) if is_dead(&error) || client.is_transport_closed() => {
                 let reason = format!("connection lost during a call ({error})");
                 self.mark_exited(server, &client, &reason);

@@ -289,7 +289,24 @@ impl Embedder {
 }
 
 fn file_sha256(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    let (mut file, magic) = open_gguf(path)?;
+    let mut hasher = Sha256::new();
+    hasher.update(magic);
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Whether `path` is a GGUF file at all (its magic): checked when the server starts, so that
+/// a wrong file is a clear error then rather than a search that silently never ranks by
+/// meaning. The errors name no path.
+pub fn check_model_file(path: &Path) -> std::io::Result<()> {
+    open_gguf(path).map(drop)
+}
+
+/// `path` opened, past its GGUF magic.
+fn open_gguf(path: &Path) -> std::io::Result<(std::fs::File, [u8; 4])> {
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| std::io::Error::new(e.kind(), e.kind().to_string()))?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a file"));
     }
@@ -299,10 +316,7 @@ fn file_sha256(path: &Path) -> std::io::Result<String> {
     if &magic != b"GGUF" {
         return Err(std::io::Error::other("not a GGUF file"));
     }
-    let mut hasher = Sha256::new();
-    hasher.update(magic);
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(format!("{:x}", hasher.finalize()))
+    Ok((file, magic))
 }
 
 /// One embedding thread: its lane's jobs in order, until the lane closes.

@@ -53,6 +53,9 @@ pub enum Error {
     /// Indexing stopped on a bug (a panic in a parser thread).
     #[error("indexing the vault failed: {0}")]
     Indexing(String),
+    /// The embedding model named is no GGUF model (a missing file, or some other file).
+    #[error("the embedding model cannot be used: {0}")]
+    EmbeddingModel(std::io::Error),
     /// The file watcher could not start.
     #[error("{0}")]
     Watch(String),
@@ -119,6 +122,9 @@ pub enum Transport {
 /// Indexes the vault, then answers MCP over `transport` until the client (stdio) or the
 /// token (HTTP) ends it; the vectors this run embedded are saved for the next.
 pub async fn serve(options: ServeOptions, transport: Transport) -> Result<(), Error> {
+    if let Some(model) = &options.embedding_model {
+        embed::check_model_file(model).map_err(Error::EmbeddingModel)?;
+    }
     let index = open_index(options.vault).await?;
     let semantic = options.embedding_model.map(|model| {
         Semantic::start(

@@ -883,3 +883,28 @@ fn a_note_left_out_of_the_index_says_why_when_asked_for() {
         &s.call("search_notes", json!({"query": "plain"}))
     ) == ["note://Binary"]));
 }
+
+#[test]
+fn an_embedding_model_that_is_no_gguf_is_refused_at_start() {
+    let d = Dir::new();
+    d.write("Home.md", "# Home\n\nhello\n");
+    let not_a_model = d.tmp.path().join("model.gguf");
+    std::fs::write(&not_a_model, "just some text, not a model\n").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
+    common::without_hub_cache(&mut command, d.tmp.path());
+    let out = command
+        .arg("--vault")
+        .arg(&d.vault)
+        .arg("--embedding-model")
+        .arg(&not_a_model)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the embedding model cannot be used: not a GGUF file"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&d.abs()), "{stderr}");
+}
