@@ -59,21 +59,14 @@ impl Access {
         {
             return true;
         }
-        let Some(host_port) = origin.strip_prefix("http://") else {
-            return false;
-        };
-        let host = match host_port.rsplit_once(':') {
-            Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
-                host
-            }
-            _ => host_port,
-        };
-        host == "localhost"
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        origin.strip_prefix("http://").is_some_and(names_loopback)
+    }
+
+    /// True for a `Host` header this server answers: any, when an API key guards it; else only
+    /// a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port). A page elsewhere whose
+    /// name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
+    pub fn allows_host(&self, host: &str) -> bool {
+        self.api_key.is_some() || names_loopback(host)
     }
 
     /// True when `headers` carry the key, or none is asked for. The comparison takes as long
@@ -94,6 +87,20 @@ impl Access {
                 .fold(0u8, |diff, (a, b)| diff | (a ^ b))
                 == 0
     }
+}
+
+/// Whether `host_port` (`HOST` or `HOST:PORT`) names this machine's loopback.
+fn names_loopback(host_port: &str) -> bool {
+    let host = match host_port.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => host_port,
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// What every handler shares.
@@ -137,7 +144,31 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(cors)
         .layer(middleware::from_fn_with_state(state.clone(), check_origin))
+        .layer(middleware::from_fn_with_state(state.clone(), check_host))
         .with_state(state)
+}
+
+async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    // HTTP/2 carries the host in the URI's authority, HTTP/1.1 in the header.
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if let Some(host) = host
+        && !state.access.allows_host(&host)
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            "invalid_request_error",
+            format!(
+                "requests for the host {host:?} are refused: without an API key, recall serve \
+                 answers only to loopback names (localhost, 127.0.0.1, [::1])"
+            ),
+        );
+    }
+    next.run(request).await
 }
 
 /// An OpenAI-shaped error reply.
@@ -784,6 +815,46 @@ mod tests {
                 .iter()
                 .all(|c| c["choices"][0]["finish_reason"].is_null())
         );
+    }
+
+    #[test]
+    fn only_loopback_hosts_are_answered_without_an_api_key() {
+        let open = Access::default();
+        for host in [
+            "localhost",
+            "LOCALHOST:7322",
+            "127.0.0.1:7322",
+            "[::1]:7322",
+            "127.0.0.2",
+        ] {
+            assert!(open.allows_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:7322",
+            "localhost.evil.example",
+            "10.0.0.5",
+        ] {
+            assert!(!open.allows_host(host), "{host}");
+        }
+        let keyed = Access {
+            api_key: Some("k".into()),
+            ..Access::default()
+        };
+        assert!(keyed.allows_host("gpu-box.lan:7322"));
+    }
+
+    #[tokio::test]
+    async fn a_rebound_host_name_is_refused_before_the_queue() {
+        let (state, mut queue) = state(1, None);
+        let mut request = question(false);
+        request
+            .headers_mut()
+            .insert(header::HOST, HeaderValue::from_static("evil.example:7322"));
+        let response = send(&state, request).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        assert!(error_message(response).await.contains("evil.example"));
+        assert!(queue.try_recv().is_err());
     }
 
     #[tokio::test]
