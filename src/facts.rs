@@ -114,7 +114,16 @@ impl KnownFacts {
     pub fn unsupported(&self, text: &str) -> Vec<String> {
         let text = without_marks(text);
         FACT.find_iter(&text)
-            .filter(|found| !self.holds(&Fact::read(found.as_str())))
+            .filter(|found| {
+                let fact = Fact::read(found.as_str());
+                let counted = match &fact {
+                    Fact::Number { whole, .. } if whole.len() == 1 => {
+                        has_unit(&text[..found.start()], &text[found.end()..])
+                    }
+                    _ => true,
+                };
+                counted && !self.holds(&fact)
+            })
             .map(|found| found.as_str().trim().to_string())
             .collect()
     }
@@ -124,9 +133,7 @@ impl KnownFacts {
             Fact::Number { whole, parts } => {
                 let mut sorted = parts.clone();
                 sorted.sort();
-                is_single_digit(whole)
-                    || self.numbers.contains(whole)
-                    || (parts.len() > 1 && self.dates.contains(&sorted))
+                self.numbers.contains(whole) || (parts.len() > 1 && self.dates.contains(&sorted))
             }
             // A combination at the end of a sentence may carry its full stop.
             Fact::Keys(keys) => {
@@ -209,8 +216,17 @@ impl Fact {
     }
 }
 
-fn is_single_digit(number: &str) -> bool {
-    number.len() == 1
+/// Whether a number between `before` and `after` is an amount: a currency sign before it, or
+/// a unit after it (`$5`, `4GB`, `5 %`, `3 days`). A single digit counts as a fact only so:
+/// "3 ways" may count a list's items, "4GB" of RAM is read somewhere or nowhere.
+fn has_unit(before: &str, after: &str) -> bool {
+    static UNIT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^\s?(?:%|[kmgt]i?b\b|px\b|pt\b|ms\b|sec|seconds?\b|min|minutes?\b|hours?\b|days?\b|weeks?\b|months?\b|years?\b|am\b|pm\b|x\b)",
+        )
+        .expect("valid regex")
+    });
+    before.ends_with(['$', '€', '£', '¥']) || UNIT.is_match(after)
 }
 
 /// Lowercase, without whitespace and backticks.
@@ -278,6 +294,9 @@ mod tests {
         let given = known(&["- one\n- two\n- three"]);
         assert!(given.unsupported("There are 3 ways [1][2, 4].").is_empty());
         assert_eq!(given.unsupported("There are 12 ways [1]."), ["12"]);
+        // A single digit with a unit or a currency is an amount, read somewhere or nowhere.
+        assert_eq!(given.unsupported("It needs 4GB of RAM."), ["4"]);
+        assert_eq!(given.unsupported("It costs $5, for 3 days."), ["5", "3"]);
     }
 
     #[test]
