@@ -116,13 +116,15 @@ impl KnownFacts {
         FACT.find_iter(&text)
             .filter(|found| {
                 let fact = Fact::read(found.as_str());
-                let counted = match &fact {
+                match &fact {
+                    // A single digit is a fact only as an amount, and then the amount must
+                    // stand somewhere as written: "4GB", not a 4 anywhere.
                     Fact::Number { whole, .. } if whole.len() == 1 => {
-                        has_unit(&text[..found.start()], &text[found.end()..])
+                        amount(&text[..found.start()], whole, &text[found.end()..])
+                            .is_some_and(|amount| !self.squeezed.contains(&amount))
                     }
-                    _ => true,
-                };
-                counted && !self.holds(&fact)
+                    _ => !self.holds(&fact),
+                }
             })
             .map(|found| found.as_str().trim().to_string())
             .collect()
@@ -216,17 +218,22 @@ impl Fact {
     }
 }
 
-/// Whether a number between `before` and `after` is an amount: a currency sign before it, or
-/// a unit after it (`$5`, `4GB`, `5 %`, `3 days`). A single digit counts as a fact only so:
-/// "3 ways" may count a list's items, "4GB" of RAM is read somewhere or nowhere.
-fn has_unit(before: &str, after: &str) -> bool {
+/// The amount `number` is between `before` and `after`, squeezed ([`squeeze`]), when it is
+/// one: a currency sign before it, or a unit after it (`$5`, `4GB`, `5 %`, `3 days`). A single
+/// digit counts as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read
+/// somewhere or nowhere.
+fn amount(before: &str, number: &str, after: &str) -> Option<String> {
     static UNIT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?i)^\s?(?:%|[kmgt]i?b\b|px\b|pt\b|ms\b|sec|seconds?\b|min|minutes?\b|hours?\b|days?\b|weeks?\b|months?\b|years?\b|am\b|pm\b|x\b)",
         )
         .expect("valid regex")
     });
-    before.ends_with(['$', '€', '£', '¥']) || UNIT.is_match(after)
+    if let Some(sign) = before.chars().last().filter(|c| "$€£¥".contains(*c)) {
+        return Some(squeeze(&format!("{sign}{number}")));
+    }
+    UNIT.find(after)
+        .map(|unit| squeeze(&format!("{number}{}", unit.as_str())))
 }
 
 /// Lowercase, without whitespace and backticks.
@@ -297,6 +304,13 @@ mod tests {
         // A single digit with a unit or a currency is an amount, read somewhere or nowhere.
         assert_eq!(given.unsupported("It needs 4GB of RAM."), ["4"]);
         assert_eq!(given.unsupported("It costs $5, for 3 days."), ["5", "3"]);
+        let given = known(&["Step 4: keep 4 GB free, for 3 days; it costs $5."]);
+        assert!(
+            given
+                .unsupported("It needs 4GB, costs $5, for 3 days.")
+                .is_empty()
+        );
+        assert_eq!(given.unsupported("It needs 4 MB."), ["4"]);
     }
 
     #[test]
