@@ -377,9 +377,10 @@ async fn a_damaged_cache_is_rebuilt_and_a_bad_model_leaves_search_by_words() {
     assert_eq!(embedded_counts(&log), [total]);
     assert_eq!(std::fs::read(&file).unwrap().len(), good.len());
 
-    // Not a GGUF: the server still answers, by words, and says why on stderr.
+    // A GGUF's magic and no model after it: the server still answers, by words, and says
+    // why on stderr. (A file that is no GGUF at all is refused at start: `hostile.rs`.)
     let bogus = setup.dir.path().join("bogus.gguf");
-    std::fs::write(&bogus, "not a model").unwrap();
+    std::fs::write(&bogus, "GGUF, and no model after the magic").unwrap();
     let c = setup.start(2, Some(&bogus)).await;
     let out = search(&c, "sourdough starter").await;
     assert_eq!(out["ranking"], "lexical");
