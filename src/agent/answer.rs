@@ -6,7 +6,7 @@
 //! model that loops is stopped. What comes back is checked before it counts: an empty answer,
 //! one that adds nothing to the question, or a bare yes or no is followed by the best sources
 //! quoted, so the user always gets an answer. An answer that only says the notes do not say can
-//! be held back while it streams ([`HoldBack`]), for the turn to look further first. An answer
+//! be held back while it streams ([`super::gate::HoldBack`]), for the turn to look further first. An answer
 //! that cites none of its sources goes on to the attribution step ([`super::cite`]).
 
 use std::collections::BTreeSet;
@@ -16,9 +16,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::cite::{OpeningSources, unattributed};
+use super::gate::FactGate;
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
-use crate::facts::{self, KnownFacts};
+use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};
 use crate::language::{Language, NOTES_LACK_IT, answer_lines};
 use crate::markup;
@@ -229,7 +230,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// Whether `answer` is that the notes do not hold the answer, in the words
 /// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
 /// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
-fn says_notes_lack_it(answer: &str) -> bool {
+pub(super) fn says_notes_lack_it(answer: &str) -> bool {
     static SENTENCE_END: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[.!?](\s|$)|[。！？]").expect("valid regex"));
     let answer = answer.to_lowercase().replace('\u{2019}', "'");
@@ -257,168 +258,6 @@ fn known_facts(question: &str, sources: &Sources) -> KnownFacts {
             .chain(labels.iter().map(String::as_str))
             .chain(texts),
     )
-}
-
-/// Streams an answer but holds back each clause that states a fact (a number, a key
-/// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the
-/// model was given. A clause stating a fact found nowhere is never shown: the gate closes and
-/// stops the generation, and the agent says the notes do not say. Text before a fact streams
-/// at once, so the first words come as fast as without the gate.
-pub(super) struct FactGate<'k> {
-    known: &'k KnownFacts,
-    held: String,
-    showed: bool,
-    made_up: Vec<String>,
-}
-
-impl<'k> FactGate<'k> {
-    pub(super) fn new(known: &'k KnownFacts) -> FactGate<'k> {
-        FactGate {
-            known,
-            held: String::new(),
-            showed: false,
-            made_up: Vec::new(),
-        }
-    }
-
-    /// Passes `text` on as far as it is checked; breaks once a made-up fact closed the gate.
-    pub(super) fn pass(
-        &mut self,
-        text: &str,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        if !self.made_up.is_empty() {
-            return ControlFlow::Break(());
-        }
-        self.held.push_str(text);
-        self.flush(false, on_text)
-    }
-
-    /// At the answer's end: checks and shows what is still held; returns the made-up facts
-    /// (empty when every fact stood in a source).
-    pub(super) fn finish(
-        &mut self,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> Vec<String> {
-        if self.made_up.is_empty() {
-            let _ = self.flush(true, on_text);
-        }
-        std::mem::take(&mut self.made_up)
-    }
-
-    /// Whether any of the answer reached the user.
-    pub(super) fn showed_any(&self) -> bool {
-        self.showed
-    }
-
-    fn flush(
-        &mut self,
-        at_end: bool,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        loop {
-            let Some(fact) = facts::first_fact(&self.held) else {
-                // No fact yet: all of it goes, but for a last word that may begin one.
-                let keep = match self.held.rsplit(char::is_whitespace).next() {
-                    Some(word) if !at_end && facts::may_begin_fact(&self.held) => word.len(),
-                    _ => 0,
-                };
-                let ready = self.held.len() - keep;
-                return self.show(ready, on_text);
-            };
-            // The word the fact stands in is held whole (`$75,000`, `(Ctrl+O`).
-            let start = self.held[..fact]
-                .rfind(char::is_whitespace)
-                .map_or(0, |at| at + 1);
-            if self.show(start, on_text).is_break() {
-                return ControlFlow::Break(());
-            }
-            let end = match facts::clause_end(&self.held) {
-                Some(end) => end,
-                None if at_end => self.held.len(),
-                None => return ControlFlow::Continue(()),
-            };
-            let made_up = self.known.unsupported(&self.held[..end]);
-            if !made_up.is_empty() {
-                self.made_up = made_up;
-                self.held.clear();
-                return ControlFlow::Break(());
-            }
-            if self.show(end, on_text).is_break() {
-                return ControlFlow::Break(());
-            }
-            if self.held.is_empty() {
-                return ControlFlow::Continue(());
-            }
-        }
-    }
-
-    /// Shows the first `len` bytes held.
-    fn show(
-        &mut self,
-        len: usize,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        if len == 0 {
-            return ControlFlow::Continue(());
-        }
-        let shown: String = self.held.drain(..len).collect();
-        self.showed |= !shown.trim().is_empty();
-        on_text(&shown)
-    }
-}
-
-/// Holds an answer back from the user while it may still be only "The notes do not say.", so
-/// that such an answer can be replaced by a second look before anyone reads it. Any other
-/// answer is released as soon as it parts from those words.
-#[derive(Default)]
-pub(super) struct HoldBack {
-    held: String,
-    released: bool,
-}
-
-impl HoldBack {
-    /// Passes `text` on to `on_text`, or holds it.
-    pub(super) fn pass(
-        &mut self,
-        text: &str,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        if self.released {
-            return on_text(text);
-        }
-        self.held.push_str(text);
-        if may_be_notes_lack_it(&self.held) {
-            return ControlFlow::Continue(());
-        }
-        self.release(on_text)
-    }
-
-    /// True while text is held back.
-    pub(super) fn holding(&self) -> bool {
-        !self.released && !self.held.is_empty()
-    }
-
-    /// Shows what is held and passes everything after it on.
-    pub(super) fn release(
-        &mut self,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        self.released = true;
-        if self.held.is_empty() {
-            return ControlFlow::Continue(());
-        }
-        on_text(&std::mem::take(&mut self.held))
-    }
-}
-
-/// True while `text` (an answer's start) is, or may still become, an answer that only says
-/// the notes do not say.
-fn may_be_notes_lack_it(text: &str) -> bool {
-    let start = text.trim_start().to_lowercase().replace('\u{2019}', "'");
-    NOTES_LACK_IT.iter().any(|phrase| {
-        phrase.starts_with(&start) || (start.starts_with(phrase) && says_notes_lack_it(text))
-    })
 }
 
 /// What the answer step produced.
@@ -524,115 +363,6 @@ mod tests {
         assert!(!is_looping(prose));
     }
 
-    /// Streams `tokens` through a [`FactGate`] over `known`; returns what was shown after each
-    /// token, and the made-up facts at the end.
-    fn gate(known: &[&str], tokens: &[&str]) -> (Vec<String>, Vec<String>) {
-        let known = KnownFacts::new(known.iter().copied());
-        let mut gate = FactGate::new(&known);
-        let mut shown = String::new();
-        let mut after_each = Vec::new();
-        for token in tokens {
-            let _ = gate.pass(token, &mut |t| {
-                shown.push_str(t);
-                ControlFlow::Continue(())
-            });
-            after_each.push(shown.clone());
-        }
-        let made_up = gate.finish(&mut |t| {
-            shown.push_str(t);
-            ControlFlow::Continue(())
-        });
-        after_each.push(shown);
-        (after_each, made_up)
-    }
-
-    #[test]
-    fn words_before_a_fact_stream_at_once_and_a_checked_clause_follows_whole() {
-        let source = "The pump delivers 1,200 litres per hour.";
-        let (shown, made_up) = gate(
-            &[source],
-            &[
-                "The pump",
-                " delivers 1",
-                ",2",
-                "00 litres",
-                ", at",
-                " noon [1].",
-            ],
-        );
-        assert!(made_up.is_empty());
-        assert_eq!(shown[0], "The pump");
-        assert_eq!(shown[1], "The pump delivers ");
-        assert_eq!(shown[3], "The pump delivers ");
-        assert_eq!(shown[4], "The pump delivers 1,200 litres, at");
-        assert_eq!(shown[6], "The pump delivers 1,200 litres, at noon [1].");
-    }
-
-    #[test]
-    fn a_clause_with_a_made_up_fact_is_never_shown() {
-        let (shown, made_up) = gate(
-            &["The job ad names no salary."],
-            &[
-                "The range",
-                " was $75",
-                ",000 a year",
-                ". Apply",
-                " by May.",
-            ],
-        );
-        assert_eq!(made_up, ["75,000"]);
-        assert_eq!(shown.last().unwrap(), "The range was ");
-        let (shown, made_up) = gate(
-            &["Export with the menu."],
-            &["Press Ct", "rl+Shift", "+O [1]."],
-        );
-        assert_eq!(
-            shown[0], "Press ",
-            "a last word that may begin a fact waits"
-        );
-        assert_eq!(made_up, ["Ctrl+Shift+O"]);
-        assert_eq!(shown.last().unwrap(), "Press ");
-    }
-
-    /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and
-    /// whether it still held text at the end.
-    fn hold(tokens: &[&str]) -> (String, bool) {
-        let mut shown = String::new();
-        let mut hold = HoldBack::default();
-        for token in tokens {
-            let _ = hold.pass(token, &mut |t| {
-                shown.push_str(t);
-                ControlFlow::Continue(())
-            });
-        }
-        (shown, hold.holding())
-    }
-
-    #[test]
-    fn only_the_notes_not_saying_is_held_back_from_the_user() {
-        assert_eq!(
-            hold(&["The", " notes", " don\u{2019}t", " say", "."]),
-            (String::new(), true)
-        );
-        assert_eq!(
-            hold(&["\n", "The notes do not say who"]),
-            (String::new(), true)
-        );
-        // Any other answer shows as soon as it parts from those words.
-        assert_eq!(
-            hold(&["The", " notes", " say", " B204"]),
-            ("The notes say B204".to_string(), false)
-        );
-        assert_eq!(
-            hold(&["The notes do not say.", " But [1]", " names B204."]),
-            (
-                "The notes do not say. But [1] names B204.".to_string(),
-                false
-            )
-        );
-        assert_eq!(hold(&["Room", " B204"]), ("Room B204".to_string(), false));
-    }
-
     #[test]
     fn only_an_answer_that_is_the_notes_not_saying_counts_as_that() {
         assert!(says_notes_lack_it("The notes do not say."));
@@ -649,10 +379,5 @@ mod tests {
         assert!(!says_notes_lack_it(
             "快照保留七天 [1]。笔记中没有说明如何修改。"
         ));
-        assert_eq!(hold(&["笔记", "中没有说明。"]), (String::new(), true));
-        assert_eq!(
-            hold(&["快照", "保留七天"]),
-            ("快照保留七天".to_string(), false)
-        );
     }
 }

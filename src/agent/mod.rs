@@ -32,6 +32,7 @@ mod answer;
 mod calls;
 mod cite;
 mod decide;
+mod gate;
 mod retrieve;
 
 use std::ops::ControlFlow;
@@ -48,7 +49,8 @@ use crate::sources::{Citation, Claim, Sources};
 use crate::tool::{ToolCall, ToolHost, ToolRoute};
 use crate::vault::VaultTools;
 
-use answer::{Answered, HoldBack, Reading, quote_sources};
+use answer::{Answered, Reading, quote_sources};
+use gate::HoldBack;
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");

@@ -17,6 +17,7 @@ pub mod embed;
 pub mod excerpt;
 pub mod frontmatter;
 pub mod gguf_meta;
+mod hit_passages;
 pub mod index;
 pub mod language;
 pub mod links;

@@ -323,14 +323,7 @@ impl Tools {
     /// moved, unmounted) or cannot be read. Checked on every call, so the answer is an error
     /// rather than an empty vault; the watcher rebuilds the index when the folder comes back.
     fn vault_missing(&self) -> Option<&'static str> {
-        crate::vault::unavailable(&self.root).map(|why| match why {
-            crate::vault::Unavailable::Missing => {
-                "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back."
-            }
-            crate::vault::Unavailable::Unreadable => {
-                "The vault folder cannot be read (its permissions); the vault is served again once it can be."
-            }
-        })
+        crate::vault::unavailable(&self.root).map(crate::vault::Unavailable::message)
     }
 
     /// The status resource's content.

@@ -126,6 +126,20 @@ pub enum Unavailable {
     Unreadable,
 }
 
+impl Unavailable {
+    /// What a tool call answers meanwhile.
+    pub fn message(self) -> &'static str {
+        match self {
+            Unavailable::Missing => {
+                "The vault folder is missing (deleted, moved or unmounted); the vault is served again once it is back."
+            }
+            Unavailable::Unreadable => {
+                "The vault folder cannot be read (its permissions); the vault is served again once it can be."
+            }
+        }
+    }
+}
+
 /// Whether the folder at `root` can be served now, and why not. Lists it (one `getdents`), so
 /// that a folder this process may not read is never taken for an empty one.
 pub fn unavailable(root: &Path) -> Option<Unavailable> {
