@@ -4,7 +4,10 @@
 //! step names the language and the sentence that says the notes lack the answer in it. For
 //! other questions nothing changes: their prompts stay as they were. Pure.
 
+use std::sync::LazyLock;
+
 pub use obsidian_kb::language::Language;
+use regex::Regex;
 
 /// Every sentence the answer step asks for when the sources lack the answer, lowercase: the
 /// English one (and its contraction) and each language's own.
@@ -15,6 +18,23 @@ pub const NOTES_LACK_IT: [&str; 5] = [
     "ノートには書かれていません",
     "노트에 나와 있지 않습니다",
 ];
+
+/// Whether `answer` is that the notes do not hold the answer, in the words
+/// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
+/// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
+pub fn says_notes_lack_it(answer: &str) -> bool {
+    static SENTENCE_END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?](\s|$)|[。！？]").expect("valid regex"));
+    let answer = answer.to_lowercase().replace('\u{2019}', "'");
+    let says = NOTES_LACK_IT
+        .iter()
+        .any(|phrase| answer.contains(phrase.trim_start_matches("the ")));
+    let sentences = SENTENCE_END
+        .split(answer.trim())
+        .filter(|s| s.chars().any(char::is_alphabetic))
+        .count();
+    says && sentences <= 1
+}
 
 /// The sentence that says the notes lack the answer, in `language`.
 pub fn notes_lack_it(language: Language) -> &'static str {

@@ -11,9 +11,6 @@
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use super::cite::{OpeningSources, unattributed};
 use super::gate::FactGate;
@@ -21,7 +18,7 @@ use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};
-use crate::language::{Language, NOTES_LACK_IT, answer_lines};
+use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Sources, cited_numbers, without_copied_headers};
@@ -225,23 +222,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         }
         Ok(completion)
     }
-}
-
-/// Whether `answer` is that the notes do not hold the answer, in the words
-/// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
-/// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
-pub(super) fn says_notes_lack_it(answer: &str) -> bool {
-    static SENTENCE_END: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?](\s|$)|[。！？]").expect("valid regex"));
-    let answer = answer.to_lowercase().replace('\u{2019}', "'");
-    let says = NOTES_LACK_IT
-        .iter()
-        .any(|phrase| answer.contains(phrase.trim_start_matches("the ")));
-    let sentences = SENTENCE_END
-        .split(answer.trim())
-        .filter(|s| s.chars().any(char::is_alphabetic))
-        .count();
-    says && sentences <= 1
 }
 
 /// What the model was given to answer from, read for its facts: the question, and every

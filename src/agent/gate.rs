@@ -5,9 +5,8 @@
 
 use std::ops::ControlFlow;
 
-use super::answer::says_notes_lack_it;
 use crate::facts::{self, KnownFacts};
-use crate::language::NOTES_LACK_IT;
+use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
 
 /// Streams an answer but holds back each clause that states a fact (a number, a key
 /// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the

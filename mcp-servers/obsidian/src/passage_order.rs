@@ -1,62 +1,11 @@
-//! Which passages of a note a search hit shows, and in which order: cut at query time, for the
-//! few notes shown only, so indexing costs nothing more. Pure.
-
-use crate::index::{HitPassage, NoteEntry};
-use crate::search::{self, Tokenizer};
-
-/// The heading paths and texts of `e`'s `count` passages that best match the query `terms`
-/// (weighted by `weights`), best first; one passage with empty text for a note without text.
-/// Passages are cut at query time, for the few notes shown only, so indexing costs nothing more.
-///
-/// Words choose first where they can: on the Obsidian help questions, the passage the query's
-/// words favour held an answer keyword more often than the one most similar in meaning, or any
-/// blend of the two (measured with all-MiniLM-L6-v2). Then comes the note's opening, then
-/// the two rankings in turn (the best by meaning, the second by words, …), so further passages
-/// bring what words alone would miss: on the help questions, with 3 passages of the top 3
-/// notes, an answer keyword is in the passages for 31 of 43 (29 without the opening). A note
-/// whose passages share no word with the query (found by meaning, or by its title or tags) is
-/// ranked by meaning alone; without `similarities` (each passage's, in note order) such a note
-/// gives its passages in order.
-pub(crate) fn best_passages(
-    e: &NoteEntry,
-    tok: &mut Tokenizer,
-    terms: &[String],
-    weights: &[f32],
-    similarities: Option<&[Option<f32>]>,
-    count: usize,
-) -> Vec<HitPassage> {
-    let body = e.body();
-    let headings = &e.parsed.headings;
-    let passages = e.passages();
-    if passages.is_empty() {
-        return vec![HitPassage {
-            heading_path: Vec::new(),
-            text: String::new(),
-        }];
-    }
-    let by_words = search::passage_scores(
-        tok,
-        terms,
-        weights,
-        passages
-            .iter()
-            .map(|p| (p.heading_path(headings), p.text(body))),
-    );
-    let similarities = similarities.filter(|s| s.len() == passages.len());
-    passage_order(&by_words, similarities, count)
-        .into_iter()
-        .map(|i| {
-            let (heading_path, text) = e.passage_parts(&passages[i]);
-            HitPassage { heading_path, text }
-        })
-        .collect()
-}
+//! The order in which a search hit shows its note's passages: the best by words, the note's
+//! opening, then the meaning and the words rankings in turn. Pure: scores in, indices out.
 
 /// The order in which a note's passages are shown, `count` at most: the best by words (a
 /// positive score in `by_words`; else by meaning), the note's opening, then the best by
 /// meaning (`similarities`, one per passage), the second by words, and so on; then the rest in
 /// note order.
-fn passage_order(
+pub(crate) fn passage_order(
     by_words: &[f32],
     similarities: Option<&[Option<f32>]>,
     count: usize,
