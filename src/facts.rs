@@ -121,7 +121,7 @@ impl KnownFacts {
                     // stand somewhere as written: "4GB", not a 4 anywhere.
                     Fact::Number { whole, .. } if whole.len() == 1 => {
                         amount(&text[..found.start()], whole, &text[found.end()..])
-                            .is_some_and(|amount| !self.squeezed.contains(&amount))
+                            .is_some_and(|forms| !forms.iter().any(|f| self.squeezed.contains(f)))
                     }
                     _ => !self.holds(&fact),
                 }
@@ -201,6 +201,16 @@ impl Fact {
         }
         let plain = THOUSANDS.replace_all(found, "$1$2");
         let plain = THOUSANDS.replace_all(&plain, "$1$2");
+        // `99.00` is `99`, `8.50` is `8.5`.
+        let plain = match plain.split_once('.') {
+            Some((whole, decimals)) if decimals.bytes().all(|b| b.is_ascii_digit()) => {
+                match decimals.trim_end_matches('0') {
+                    "" => whole.to_string(),
+                    kept => format!("{whole}.{kept}"),
+                }
+            }
+            _ => plain.into_owned(),
+        };
         let parts: Vec<String> = plain
             .split([':', '/', '-'])
             .map(|p| match p.trim_start_matches('0') {
@@ -218,11 +228,12 @@ impl Fact {
     }
 }
 
-/// The amount `number` is between `before` and `after`, squeezed ([`squeeze`]), when it is
-/// one: a currency sign before it, or a unit after it (`$5`, `4GB`, `5 %`, `3 days`). A single
-/// digit counts as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read
-/// somewhere or nowhere.
-fn amount(before: &str, number: &str, after: &str) -> Option<String> {
+/// The forms in which a source may write the amount `number` is between `before` and
+/// `after`, squeezed ([`squeeze`]), when it is one: a currency sign before it (`$5`, or `5$`
+/// after it), or a unit after it (`4GB`, `5 %`; `1 hour` also as `1h`). A single digit counts
+/// as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read somewhere or
+/// nowhere.
+fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
     static UNIT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?i)^\s?(?:%|[kmgt]i?b\b|px\b|pt\b|ms\b|sec|seconds?\b|min|minutes?\b|hours?\b|days?\b|weeks?\b|months?\b|years?\b|am\b|pm\b|x\b)",
@@ -230,10 +241,14 @@ fn amount(before: &str, number: &str, after: &str) -> Option<String> {
         .expect("valid regex")
     });
     if let Some(sign) = before.chars().last().filter(|c| "$€£¥".contains(*c)) {
-        return Some(squeeze(&format!("{sign}{number}")));
+        return Some(vec![format!("{sign}{number}"), format!("{number}{sign}")]);
     }
-    UNIT.find(after)
-        .map(|unit| squeeze(&format!("{number}{}", unit.as_str())))
+    let unit = squeeze(UNIT.find(after)?.as_str());
+    let mut forms = vec![format!("{number}{unit}")];
+    if unit.len() > 2 && unit.starts_with(char::is_alphabetic) {
+        forms.push(format!("{number}{}", &unit[..1]));
+    }
+    Some(forms)
 }
 
 /// Lowercase, without whitespace and backticks.
@@ -311,6 +326,13 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(given.unsupported("It needs 4 MB."), ["4"]);
+        // Another way to write the same amount: `1h`, `7.99$`, `99.00`.
+        let given = known(&["training:: 1h 27m, paid:: 7.99$, jacket:: 99$"]);
+        assert!(
+            given
+                .unsupported("Training for 1 hour and 27 minutes; $7.99; $99.00.")
+                .is_empty()
+        );
     }
 
     #[test]

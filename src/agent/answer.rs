@@ -228,7 +228,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// source's label, the text it was shown and the whole passage (a fact in the part it was not
 /// shown is still no invention of its own).
 fn known_facts(question: &str, sources: &Sources) -> KnownFacts {
-    let labels: Vec<String> = sources.list().iter().map(|s| s.label()).collect();
+    // The headers as the answer step shows them, folders and all ("10 Example Data › …").
+    let labels: Vec<String> = sources.list().iter().map(|s| s.breadcrumb()).collect();
     let texts = sources
         .list()
         .iter()
