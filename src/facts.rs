@@ -9,7 +9,8 @@
 //! the agent never shows it as an answer (`agent::answer::FactGate`). Words are not checked:
 //! a paraphrase is no invention, a number is.
 //!
-//! Single digits are left alone: "3 ways" may count the items of a list that writes no 3.
+//! Single digits are left alone ("3 ways" may count the items of a list that writes no 3)
+//! unless they are amounts (`4GB`, `$5`), which must stand somewhere as written.
 //! Pure.
 
 use std::collections::HashSet;

@@ -76,9 +76,11 @@ impl<'k> FactGate<'k> {
                 return self.show(ready, on_text);
             };
             // The word the fact stands in is held whole (`$75,000`, `(Ctrl+O`).
+            // (After the whitespace itself, which may be wider than a byte: `　`, U+3000.)
             let start = self.held[..fact]
-                .rfind(char::is_whitespace)
-                .map_or(0, |at| at + 1);
+                .char_indices()
+                .rfind(|(_, c)| c.is_whitespace())
+                .map_or(0, |(at, c)| at + c.len_utf8());
             if self.show(start, on_text).is_break() {
                 return ControlFlow::Break(());
             }
@@ -216,6 +218,16 @@ mod tests {
         assert_eq!(shown[3], "The pump delivers ");
         assert_eq!(shown[4], "The pump delivers 1,200 litres, at");
         assert_eq!(shown[6], "The pump delivers 1,200 litres, at noon [1].");
+    }
+
+    #[test]
+    fn a_wide_space_before_a_fact_is_shown_whole() {
+        // An ideographic space (three bytes) before a figure: the text up to the figure is
+        // shown, cut at a character's edge.
+        let (shown, made_up) = gate(&["快照保留 30 天。"], &["快照保留\u{3000}30", " 天。"]);
+        assert!(made_up.is_empty());
+        assert_eq!(shown[0], "快照保留\u{3000}");
+        assert_eq!(shown.last().unwrap(), "快照保留\u{3000}30 天。");
     }
 
     #[test]
