@@ -138,6 +138,10 @@ pub struct AgentArgs {
     /// summary, a quiz item or a grade (default 512).
     #[arg(long)]
     pub max_tokens: Option<usize>,
+    /// The day relative dates in a question ("yesterday", "last week", "in March") count
+    /// from (default: today on this computer's clock).
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub today: Option<chrono::NaiveDate>,
 }
 
 /// Tokens a summary, a quiz item or a grade may take unless `--max-tokens` says otherwise.

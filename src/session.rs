@@ -429,6 +429,7 @@ impl Workbench {
             answer_first: !agent_args.decide_first,
             sampling: model_args.sampling(),
             cancel: self.interrupt.token(),
+            today: agent_args.today.unwrap_or_else(obsidian_kb::dates::today),
         }
     }
 

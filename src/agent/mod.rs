@@ -38,6 +38,7 @@ mod retrieve;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use chrono::NaiveDate;
 use serde_json::Value;
 
 use crate::engine::{
@@ -83,6 +84,8 @@ pub struct AgentOptions {
     /// reply or answer being written, or the tool calls running. The turn then ends with
     /// [`AgentError::Cancelled`], also when part of the answer was already streamed.
     pub cancel: CancellationToken,
+    /// The day relative dates in a question count from.
+    pub today: NaiveDate,
 }
 
 impl Default for AgentOptions {
@@ -95,6 +98,7 @@ impl Default for AgentOptions {
             answer_first: true,
             sampling: Sampling::default(),
             cancel: CancellationToken::new(),
+            today: obsidian_kb::dates::today(),
         }
     }
 }
@@ -276,13 +280,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
 
         let retrieved = match &vault {
-            Some(vault) => self.retrieve(
-                vault,
-                &retrieve::opening(question),
-                &tools,
-                conversation,
-                &mut gathered,
-            )?,
+            Some(vault) => self.open(vault, question, &tools, conversation, &mut gathered)?,
             None => false,
         };
 

@@ -2,6 +2,7 @@
 //! for the question as asked, and the wider one after an answer that the notes do not say.
 
 use obsidian_kb::api;
+use obsidian_kb::dates::{self, Period};
 
 use super::calls::render_results;
 use super::decide::call_signature;
@@ -32,12 +33,15 @@ const WIDENED_PASSAGES: usize = 3;
 const OPENING_EXCERPT_CHARS: usize = 100;
 const WIDENED_EXCERPT_CHARS: usize = 400;
 
-/// The opening search: the question as asked, its best passages.
-pub(super) fn opening(question: &str) -> api::SearchParams {
+/// An opening search: the question as asked, its best `limit` passages, within `period`
+/// when there is one.
+fn opening(question: &str, limit: usize, period: Option<Period>) -> api::SearchParams {
     api::SearchParams {
         query: question.to_string(),
-        limit: Some(RETRIEVED_PASSAGES),
+        limit: Some(limit),
         excerpt: Some(OPENING_EXCERPT_CHARS),
+        from: period.map(|p| p.from.to_string()),
+        to: period.map(|p| p.to.to_string()),
         ..api::SearchParams::default()
     }
 }
@@ -54,6 +58,32 @@ pub(super) fn wider(question: &str) -> api::SearchParams {
 }
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// The opening searches. A question that names a day or a period ("on 5 Jan 2022",
+    /// "last week", counted from [`super::AgentOptions::today`]) is searched within it
+    /// first: a daily note shares few words with a question about its day, and the vault
+    /// knows each note's dates. The question searched as asked fills the passages left.
+    /// Returns whether a search ran.
+    pub(super) fn open(
+        &mut self,
+        vault: &VaultTools,
+        question: &str,
+        tools: &[ToolSpec],
+        conversation: &mut Vec<Message>,
+        gathered: &mut Gathered,
+    ) -> Result<bool, AgentError> {
+        let mut ran = false;
+        if let Some(period) = dates::period_named(question, self.options.today) {
+            let dated = opening(question, RETRIEVED_PASSAGES, Some(period));
+            ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
+        }
+        let room = RETRIEVED_PASSAGES.saturating_sub(gathered.sources.list().len());
+        if room > 0 {
+            let plain = opening(question, room, None);
+            ran |= self.retrieve(vault, &plain, tools, conversation, gathered)?;
+        }
+        Ok(ran)
+    }
+
     /// A search the agent makes itself, through the vault's search tool like any call, its
     /// passages numbered as sources and its call counted as made. It enters the conversation
     /// only when it brought a passage not shown yet. Returns whether it ran.
@@ -80,7 +110,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             calls: records,
             stats: GenerationStats::default(),
         });
-        if gathered.sources.list().len() == known && known > 0 {
+        // Nothing new stays out; so does finding nothing at all within a period, as the
+        // search without one follows.
+        let dated = params.from.is_some() || params.to.is_some();
+        if gathered.sources.list().len() == known && (known > 0 || dated) {
             return Ok(true);
         }
         // At most half of what is free: the model may still want to read a note whole.

@@ -1065,3 +1065,58 @@ fn an_answer_with_a_figure_from_nowhere_is_never_shown() {
     assert_eq!(turn.answer, "The pump delivers 1200 litres per hour [1].");
     assert!(turn.citations.iter().any(|c| c.cited));
 }
+
+/// A question naming a day is searched within it first (relative days counted from the
+/// options' `today`), and the question as asked fills the passages left; a period no note is
+/// about leaves no trace in the conversation.
+#[test]
+fn a_question_naming_a_day_is_searched_within_it_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(vault.join("Daily")).unwrap();
+    for (rel, text) in [
+        ("Daily/2021-05-11.md", "We eat ramen with Ana.\n"),
+        ("Daily/2021-05-12.md", "We eat pizza at work.\n"),
+        ("Recipes.md", "What I eat most: ramen, pizza, salad.\n"),
+    ] {
+        std::fs::write(vault.join(rel), text).unwrap();
+    }
+    let rig = rig(&vault);
+    let options = || AgentOptions {
+        today: "2021-05-12".parse().unwrap(),
+        ..AgentOptions::default()
+    };
+    let mut model = ScriptedModel::new(["Ramen with Ana [1]."], 8192);
+    let (turn, conversation) = rig.ask(&mut model, options(), "What did I eat yesterday?");
+    let searches: Vec<_> = turn.steps.iter().filter(|s| s.kind == "retrieve").collect();
+    assert_eq!(searches.len(), 2);
+    let dated = &searches[0].calls[0].arguments;
+    assert_eq!(
+        (&dated["from"], &dated["to"]),
+        (&"2021-05-11".into(), &"2021-05-11".into())
+    );
+    assert_eq!(searches[0].calls[0].notes, ["note://Daily/2021-05-11"]);
+    assert!(searches[1].calls[0].arguments.get("from").is_none());
+    assert_eq!(cited_uris(&turn), ["note://Daily/2021-05-11"]);
+    assert!(
+        model.prompts[0].contains("[1] Daily › 2021-05-11\n"),
+        "{}",
+        model.prompts[0]
+    );
+
+    // No note is about 1 January 1999: only the search without a period is in the prompt.
+    let mut model = ScriptedModel::new(["Ramen [1]."], 8192);
+    let (turn, conversation_1999) =
+        rig.ask(&mut model, options(), "What did I eat on 1 January 1999?");
+    assert_eq!(
+        turn.steps.iter().filter(|s| s.kind == "retrieve").count(),
+        2
+    );
+    let calls: Vec<_> = conversation_1999
+        .iter()
+        .filter(|m| m.role == Role::Assistant && m.content.starts_with("[search_notes("))
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(!calls[0].content.contains("from="), "{}", calls[0].content);
+    assert_eq!(ipython_messages(&conversation).len(), 2);
+}

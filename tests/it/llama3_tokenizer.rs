@@ -232,7 +232,8 @@ fn the_decision_prompts_fixed_part_spends_no_tokens_on_whitespace_or_null() {
         "{schemas}"
     );
     assert!(!schemas.contains("  "), "no indentation: {schemas}");
-    // 1,094 at stop 6; 1,127 since `search_notes` took `passages`, 1,164 since `excerpt` (the
-    // prompt cache keeps this part across runs).
-    assert!(fixed <= 1170, "the fixed part grew to {fixed} tokens");
+    // 1,094 at stop 6; 1,127 since `search_notes` took `passages`, 1,164 since `excerpt`,
+    // 1,300 since it and `list_notes` took `from` and `to` (the prompt cache keeps this part
+    // across runs).
+    assert!(fixed <= 1300, "the fixed part grew to {fixed} tokens");
 }

@@ -66,7 +66,10 @@ const CONFINED: &[Confined] = &[
     Confined {
         krate: "rmcp",
         scope: "mcp-servers/obsidian/src",
-        allowed: &["mcp-servers/obsidian/src/server.rs"],
+        allowed: &[
+            "mcp-servers/obsidian/src/server.rs",
+            "mcp-servers/obsidian/src/server/pre_init.rs",
+        ],
         why: "the vault's logic knows nothing of MCP",
     },
     Confined {

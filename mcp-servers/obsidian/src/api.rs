@@ -133,6 +133,12 @@ pub struct SearchParams {
     /// Only notes with this tag (without `#`); nested tags match their parent (`a` finds `a/b`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// Only notes about a day from this date on: 2021-05-11, 2021-05 or 2021.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Only notes about a day up to this date, included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// Also give each hit an excerpt: the sentences that bear on the query, in at most this
     /// many characters.
     #[serde(
@@ -153,6 +159,12 @@ pub struct ListParams {
     /// Only notes with this tag (without `#`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+    /// Only notes about a day from this date on: 2021-05-11, 2021-05 or 2021.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Only notes about a day up to this date, included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// The `next_cursor` of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -246,6 +258,8 @@ pub enum Matched {
     Meaning,
     /// Both rankings.
     Both,
+    /// Neither: the note is only about a day of the period asked for.
+    Period,
 }
 
 /// `search_notes` output.

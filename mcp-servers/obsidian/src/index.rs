@@ -9,14 +9,17 @@ use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
 use crate::api;
+use crate::dates::{self, NoteDateSources, NoteFormats, Period};
 use crate::links::Link;
 use crate::note::{self, ParsedNote};
-use crate::passage_order::passage_order;
 use crate::resolve::{self, Names, NoteNames, RefError, Target};
-use crate::search::{self, DocTerms, SearchIndex, Tokenizer};
+use crate::search::{DocTerms, SearchIndex, Tokenizer};
 use crate::tags;
 use crate::vault::{self, FoundFile, Vault, VaultError};
-use crate::vectors::NoteMatch;
+
+mod ranked;
+
+pub use ranked::{Hit, HitPassage, NoteFilter};
 
 /// One indexed note.
 #[derive(Debug)]
@@ -39,6 +42,8 @@ pub struct NoteEntry {
     folded_names: Vec<String>,
     /// The key in comparison form.
     folded_key: String,
+    /// The days and periods the note is about (`dates::note_periods`), sorted.
+    pub periods: Vec<Period>,
     /// Unique to this reading of the note: a re-read note gets a new one, so whoever keeps
     /// something derived from the note (its passage vectors) knows when to redo it.
     pub version: u64,
@@ -144,53 +149,6 @@ pub struct BuildStats {
     pub parse_elapsed: std::time::Duration,
 }
 
-/// How far down each ranking reciprocal-rank fusion looks.
-const FUSION_DEPTH: usize = 100;
-/// Reciprocal-rank fusion's constant (the usual 60): how slowly a lower rank loses weight.
-const RRF_K: f32 = 60.0;
-/// Cosine similarity below which a note is not taken as related by meaning at all, so a query
-/// about nothing in the vault does not return whatever is least unrelated. With
-/// all-MiniLM-L6-v2 a short question and the long passage answering it can score as low as
-/// 0.16 (the sample vault's office-hours question), while unrelated notes score near 0.
-const MIN_SIMILARITY: f32 = 0.1;
-
-fn rrf(rank: usize) -> f32 {
-    1.0 / (RRF_K + rank as f32 + 1.0)
-}
-
-/// One note's standing in the fused ranking.
-#[derive(Debug, Default, Clone, Copy)]
-struct Fused<'a> {
-    score: f32,
-    /// Its rank by words.
-    lexical: Option<usize>,
-    /// Its rank by meaning and its passages' similarities.
-    semantic: Option<(usize, &'a NoteMatch)>,
-}
-
-/// A search hit: a note and its passages that best match the query, best first.
-#[derive(Debug, Clone)]
-pub struct Hit {
-    /// Note id.
-    pub id: u32,
-    /// The note's score (passages only choose what is shown, not the order).
-    pub score: f32,
-    /// At least one passage (with empty text for a note without text), at most as many as
-    /// asked for.
-    pub passages: Vec<HitPassage>,
-    /// Which ranking found it.
-    pub matched: api::Matched,
-}
-
-/// One passage of a search hit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HitPassage {
-    /// The headings above the passage, outermost first (empty above the first heading).
-    pub heading_path: Vec<String>,
-    /// The passage text (at most [`api::PASSAGE_CHARS`] characters).
-    pub text: String,
-}
-
 /// An outgoing link and what it resolves to.
 #[derive(Debug, Clone)]
 pub struct Outgoing {
@@ -248,12 +206,19 @@ fn prepare(
     let text = vault.read_note(&f.rel)?;
     let rel = f.rel.clone();
     // A parser panic on one odd file skips that file; it must not take the server down.
-    std::panic::catch_unwind(AssertUnwindSafe(|| analyse(f, text, tok)))
-        .map_err(|_| VaultError::Unparsable(rel))
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        analyse(f, text, vault.note_formats(), tok)
+    }))
+    .map_err(|_| VaultError::Unparsable(rel))
 }
 
 /// Parses and tokenises one note's text.
-fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTerms) {
+fn analyse(
+    f: FoundFile,
+    text: String,
+    formats: &NoteFormats,
+    tok: &mut Tokenizer,
+) -> (NoteEntry, DocTerms) {
     let parsed = note::parse(&text);
     let key = key_of(&f.rel);
     let title = key.rsplit('/').next().unwrap_or(&key).to_string();
@@ -268,6 +233,16 @@ fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTe
     let tags_field = parsed.tags.join(" ").replace('/', " ");
     let body = text.get(parsed.body_start..).unwrap_or("");
     let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);
+    let periods = dates::note_periods(
+        formats,
+        &NoteDateSources {
+            key: &key,
+            properties: parsed.frontmatter.properties.as_ref(),
+            body,
+            headings: &headings[..parsed.headings.len()],
+            modified: f.modified,
+        },
+    );
     static VERSIONS: AtomicU64 = AtomicU64::new(1);
     let mut folded_names = vec![resolve::fold(&title)];
     folded_names.extend(parsed.frontmatter.aliases.iter().map(|a| resolve::fold(a)));
@@ -281,6 +256,7 @@ fn analyse(f: FoundFile, text: String, tok: &mut Tokenizer) -> (NoteEntry, DocTe
         modified: f.modified,
         parsed,
         text,
+        periods,
         version: VERSIONS.fetch_add(1, Ordering::Relaxed),
     };
     (entry, terms)
@@ -710,140 +686,15 @@ impl VaultIndex {
         out
     }
 
-    /// Ranked search with optional folder and tag filters: the best `limit` notes, each with
-    /// its `passages` (at least one) that best match the query.
-    ///
-    /// Lexical (BM25F over titles, aliases, headings, tags and text) alone, or, given
-    /// `semantic` (every note's best passage by cosine similarity to the query, best first,
-    /// from [`crate::vectors::VectorStore::rank`]), both rankings fused by reciprocal rank: a
-    /// note found by meaning but sharing no word with the query still comes up, and one both
-    /// rankings like comes first. A note whose title or alias is the query goes first either
-    /// way, so exact names still win.
-    pub fn search(
-        &self,
-        query: &str,
-        limit: usize,
-        passages: usize,
-        folder: Option<&str>,
-        tag: Option<&str>,
-        semantic: Option<&[NoteMatch]>,
-    ) -> Vec<Hit> {
-        let mut tok = Tokenizer::default();
-        let terms = tok.query_terms(query);
-        let semantic = semantic.filter(|s| !s.is_empty());
-        if terms.is_empty() && semantic.is_none() {
-            return Vec::new();
-        }
-        let folder = folder.map(folder_filter);
-        let tag = tag.map(tags::normalize);
-        let keep = |e: &NoteEntry| self.keep(e, folder.as_deref(), tag.as_deref());
-        let exact = resolve::fold(query.trim());
-        let is_exact = |id: u32| {
-            self.get(id)
-                .is_some_and(|e| e.folded_names.contains(&exact))
-        };
-        let mut lexical = self
-            .search
-            .search(&terms, |d| self.get(d).is_some_and(keep));
-        for s in &mut lexical {
-            if is_exact(s.doc) {
-                s.score *= 2.0;
-            }
-        }
-        lexical.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
-        let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
-        let hit = |id: u32, score: f32, matched, tok: &mut Tokenizer, similarities| {
-            let e = self.get(id)?;
-            let passages = best_passages(e, tok, &terms, &weights, similarities, passages);
-            Some(Hit {
-                id,
-                score,
-                passages,
-                matched,
-            })
-        };
-        let Some(semantic) = semantic else {
-            return lexical
-                .into_iter()
-                .take(limit)
-                .filter_map(|s| hit(s.doc, s.score, api::Matched::Words, &mut tok, None))
-                .collect();
-        };
-
-        // Reciprocal-rank fusion over the head of each ranking.
-        let mut fused: HashMap<u32, Fused> = HashMap::new();
-        for (rank, s) in lexical.iter().take(FUSION_DEPTH).enumerate() {
-            let f = fused.entry(s.doc).or_default();
-            f.score += rrf(rank);
-            f.lexical = Some(rank);
-        }
-        let by_meaning = semantic
-            .iter()
-            .filter(|m| m.score >= MIN_SIMILARITY)
-            .filter_map(|m| Some((self.id_of(&m.rel)?, m)))
-            .filter(|(id, _)| self.get(*id).is_some_and(keep));
-        for (rank, (id, m)) in by_meaning.take(FUSION_DEPTH).enumerate() {
-            let f = fused.entry(id).or_default();
-            f.score += rrf(rank);
-            f.semantic = Some((rank, m));
-        }
-        let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
-        for (id, f) in &mut ranked {
-            if is_exact(*id) {
-                f.score += 1.0;
-            }
-        }
-        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
-        ranked
-            .into_iter()
-            .take(limit)
-            .filter_map(|(id, f)| {
-                let matched = match (f.lexical, f.semantic) {
-                    (Some(_), Some(_)) => api::Matched::Both,
-                    (None, Some(_)) => api::Matched::Meaning,
-                    _ => api::Matched::Words,
-                };
-                // Only vectors of the note's current text say anything about its passages.
-                let version = self.get(id)?.version;
-                let similarities = f
-                    .semantic
-                    .map(|(_, m)| m)
-                    .filter(|m| m.version == version)
-                    .map(|m| m.similarities.as_slice());
-                hit(id, f.score, matched, &mut tok, similarities)
-            })
-            .collect()
-    }
-
-    fn keep(&self, e: &NoteEntry, folder: Option<&str>, tag: Option<&str>) -> bool {
-        if let Some(f) = folder
-            && !f.is_empty()
-        {
-            let k = &e.folded_key;
-            if !(k.starts_with(f) && k.as_bytes().get(f.len()) == Some(&b'/')) {
-                return false;
-            }
-        }
-        if let Some(t) = tag
-            && !t.is_empty()
-            && !e.parsed.tags.iter().any(|x| tags::matches_filter(x, t))
-        {
-            return false;
-        }
-        true
-    }
-
     /// Notes in stable (path) order after the cursor key, filtered; returns the page and the
     /// last key when more remain.
     pub fn list(
         &self,
-        folder: Option<&str>,
-        tag: Option<&str>,
+        filter: &NoteFilter,
         after: Option<&(String, String)>,
         limit: usize,
     ) -> (Vec<u32>, Option<(String, String)>) {
-        let folder = folder.map(folder_filter);
-        let tag = tag.map(tags::normalize);
+        let keep = filter.prepared();
         let range: Box<dyn Iterator<Item = (&(String, String), &u32)>> = match after {
             Some(k) => Box::new(self.ordered.range((
                 std::ops::Bound::Excluded(k.clone()),
@@ -855,7 +706,7 @@ impl VaultIndex {
         let mut last = None;
         for (k, &id) in range {
             let Some(e) = self.get(id) else { continue };
-            if !self.keep(e, folder.as_deref(), tag.as_deref()) {
+            if !keep.keeps(e) {
                 continue;
             }
             if out.len() == limit {
@@ -899,54 +750,6 @@ impl VaultIndex {
     pub fn rel_of(&self, p: &Path) -> Option<String> {
         self.vault.rel_of(p)
     }
-}
-
-/// The heading paths and texts of `e`'s `count` passages that best match the query `terms`
-/// (weighted by `weights`), best first; one passage with empty text for a note without text.
-/// Passages are cut at query time, for the few notes shown only, so indexing costs nothing more.
-///
-/// Words choose first where they can: on the Obsidian help questions, the passage the query's
-/// words favour held an answer keyword more often than the one most similar in meaning, or any
-/// blend of the two (measured with all-MiniLM-L6-v2). Then comes the note's opening, then
-/// the two rankings in turn (the best by meaning, the second by words, …), so further passages
-/// bring what words alone would miss: on the help questions, with 3 passages of the top 3
-/// notes, an answer keyword is in the passages for 31 of 43 (29 without the opening). A note
-/// whose passages share no word with the query (found by meaning, or by its title or tags) is
-/// ranked by meaning alone; without `similarities` (each passage's, in note order) such a note
-/// gives its passages in order.
-fn best_passages(
-    e: &NoteEntry,
-    tok: &mut Tokenizer,
-    terms: &[String],
-    weights: &[f32],
-    similarities: Option<&[Option<f32>]>,
-    count: usize,
-) -> Vec<HitPassage> {
-    let body = e.body();
-    let headings = &e.parsed.headings;
-    let passages = e.passages();
-    if passages.is_empty() {
-        return vec![HitPassage {
-            heading_path: Vec::new(),
-            text: String::new(),
-        }];
-    }
-    let by_words = search::passage_scores(
-        tok,
-        terms,
-        weights,
-        passages
-            .iter()
-            .map(|p| (p.heading_path(headings), p.text(body))),
-    );
-    let similarities = similarities.filter(|s| s.len() == passages.len());
-    passage_order(&by_words, similarities, count)
-        .into_iter()
-        .map(|i| {
-            let (heading_path, text) = e.passage_parts(&passages[i]);
-            HitPassage { heading_path, text }
-        })
-        .collect()
 }
 
 /// A folder filter in comparison form: accepts `Folder`, `Folder/`, `/Folder`, `note://Folder`.

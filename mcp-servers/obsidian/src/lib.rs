@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod dates;
 pub mod embed;
 pub mod excerpt;
 pub mod frontmatter;

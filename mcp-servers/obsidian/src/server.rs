@@ -14,17 +14,17 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use chrono::NaiveDate;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ClientJsonRpcMessage, ClientRequest, ContentBlock, ErrorData, GetMeta,
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, ErrorData, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::transport::Transport;
+use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -35,11 +35,16 @@ use crate::api::{
     ReadOutput, ReadParams, SearchHit, SearchOutput, SearchParams, TagCount, TagsOutput,
     TagsParams,
 };
-use crate::index::{SharedIndex, VaultIndex};
+use crate::dates::Period;
+use crate::index::{NoteFilter, SharedIndex, VaultIndex};
 use crate::resolve::{RefError, Target};
 use crate::semantic::Semantic;
 use crate::vault::{VaultError, rfc3339};
 use crate::{excerpt, note};
+
+mod pre_init;
+
+pub use pre_init::PreInitFilter;
 
 /// Serves `index` over MCP on stdin/stdout until the client closes the connection; search is
 /// hybrid once `semantic` has vectors.
@@ -116,78 +121,6 @@ pub async fn serve_http(
         .map_err(|e| crate::Error::Session(e.to_string()))
 }
 
-/// A transport that drops what a client sends before the session starts other than requests:
-/// notifications (a stray `notifications/initialized`), responses and errors. rmcp 3.9 ends
-/// the session with an error on any of them, where MCP peers ignore them; here they are
-/// logged at debug and skipped. Everything passes untouched once the session has started.
-pub struct PreInitFilter<T> {
-    inner: T,
-    started: bool,
-}
-
-impl<T: Transport<RoleServer>> PreInitFilter<T> {
-    /// Wraps a server transport.
-    pub fn new(inner: T) -> Self {
-        Self {
-            inner,
-            started: false,
-        }
-    }
-}
-
-/// Whether `request` starts the session: `initialize`, or (as rmcp decides for clients of the
-/// 2026 protocol, which skip `initialize`) any request but `ping` and `server/discover` that
-/// carries complete inline metadata.
-fn starts_session(request: &ClientRequest) -> bool {
-    match request {
-        ClientRequest::InitializeRequest(_) => true,
-        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
-        other => {
-            let meta = other.get_meta();
-            meta.protocol_version().is_some()
-                && meta
-                    .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                    .is_empty()
-        }
-    }
-}
-
-impl<T: Transport<RoleServer>> Transport<RoleServer> for PreInitFilter<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            let message = self.inner.receive().await?;
-            if self.started {
-                return Some(message);
-            }
-            match &message {
-                ClientJsonRpcMessage::Request(r) => {
-                    self.started = starts_session(&r.request);
-                    return Some(message);
-                }
-                ClientJsonRpcMessage::Notification(_) => {
-                    tracing::debug!("ignored a notification before initialize");
-                }
-                ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_) => {
-                    tracing::debug!("ignored a response before initialize");
-                }
-            }
-        }
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
-}
-
 const RESOURCE_PAGE: usize = 200;
 const MAX_LIMIT: usize = 500;
 /// Most search hits per call (what the schema promises; each hit is a passage of up to
@@ -231,6 +164,33 @@ fn ok<T: Serialize>(text: String, value: &T) -> CallToolResult {
 
 fn fail(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+/// The period a tool's `from` and `to` ask for (either may be left out), or why it is none.
+fn period_asked(from: Option<&str>, to: Option<&str>) -> Result<Option<Period>, String> {
+    let bound = |name: &str, value: Option<&str>, end: bool| {
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => Period::parse_bound(v, end).map(Some).ok_or_else(|| {
+                format!("`{name}` is not a date: give one as 2021-05-11, a month as 2021-05 or a year as 2021 (got {v:?}).")
+            }),
+        }
+    };
+    let (from, to) = (bound("from", from, false)?, bound("to", to, true)?);
+    if from.is_none() && to.is_none() {
+        return Ok(None);
+    }
+    let period = Period {
+        from: from.unwrap_or(NaiveDate::MIN),
+        to: to.unwrap_or(NaiveDate::MAX),
+    };
+    if period.from > period.to {
+        return Err(format!(
+            "`from` ({}) is after `to` ({}); give the earlier date as `from`.",
+            period.from, period.to
+        ));
+    }
+    Ok(Some(period))
 }
 
 fn clamp_limit(l: Option<usize>, default: usize) -> usize {
@@ -354,6 +314,10 @@ impl Tools {
         if p.query.len() > 2000 {
             return Ok(fail("The query is too long (at most 2000 bytes)."));
         }
+        let period = match period_asked(p.from.as_deref(), p.to.as_deref()) {
+            Ok(period) => period,
+            Err(why) => return Ok(fail(why)),
+        };
         let limit = p.limit.unwrap_or(5).clamp(1, MAX_SEARCH_LIMIT);
         let passages = p.passages.unwrap_or(1).clamp(1, MAX_PASSAGES_PER_NOTE);
         // The query is embedded before the index lock is taken: it may wait for a batch of
@@ -375,8 +339,11 @@ impl Tools {
             &p.query,
             limit,
             passages,
-            p.folder.as_deref(),
-            p.tag.as_deref(),
+            &NoteFilter {
+                folder: p.folder.as_deref(),
+                tag: p.tag.as_deref(),
+                period,
+            },
             by_meaning.as_deref(),
         );
         let vault_name = idx.vault().name();
@@ -445,8 +412,17 @@ impl Tools {
             },
             None => None,
         };
+        let period = match period_asked(p.from.as_deref(), p.to.as_deref()) {
+            Ok(period) => period,
+            Err(why) => return Ok(fail(why)),
+        };
+        let filter = NoteFilter {
+            folder: p.folder.as_deref(),
+            tag: p.tag.as_deref(),
+            period,
+        };
         let idx = self.read();
-        let (ids, next) = idx.list(p.folder.as_deref(), p.tag.as_deref(), after.as_ref(), limit);
+        let (ids, next) = idx.list(&filter, after.as_ref(), limit);
         let out = ListOutput {
             notes: ids
                 .iter()
@@ -916,7 +892,7 @@ impl ServerHandler for KbServer {
                 return Err(ErrorData::internal_error(why, None));
             }
             let idx = t.read();
-            let (ids, next) = idx.list(None, None, after.as_ref(), RESOURCE_PAGE);
+            let (ids, next) = idx.list(&NoteFilter::default(), after.as_ref(), RESOURCE_PAGE);
             // The status leads the first page; the notes follow.
             let status = after.is_none().then(|| {
                 Resource::new(api::STATUS_URI, "status")

@@ -14,6 +14,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::dates::NoteFormats;
 use crate::language::Language;
 
 /// Largest note file that is read; anything bigger is skipped (notes are text, not data dumps).
@@ -103,6 +104,8 @@ pub struct WalkResult {
 #[derive(Debug, Clone)]
 pub struct Vault {
     root: PathBuf,
+    /// How its periodic notes are named, from its settings as they were at start.
+    note_formats: NoteFormats,
 }
 
 /// Whether a vault-relative path names something Obsidian hides: any component starting with a
@@ -162,7 +165,13 @@ impl Vault {
         }
         // A folder that cannot be listed would index as an empty vault, with no word of why.
         std::fs::read_dir(&root).map_err(crate::Error::VaultUnreadable)?;
-        Ok(Self { root })
+        let note_formats = NoteFormats::of_vault(&root);
+        Ok(Self { root, note_formats })
+    }
+
+    /// How the vault names its daily, weekly and monthly notes.
+    pub fn note_formats(&self) -> &NoteFormats {
+        &self.note_formats
     }
 
     /// The canonical root (never sent to a client).

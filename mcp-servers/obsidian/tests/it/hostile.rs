@@ -492,7 +492,7 @@ async fn files_behind_a_symlinked_folder_never_become_attachments() {
     d.write("Other.md", "# Other\n\nmarker\n");
     let seen = |q: &str| {
         let idx = index.read().unwrap();
-        !idx.search(q, 1, 1, None, None, None).is_empty()
+        !idx.search(q, 1, 1, &Default::default(), None).is_empty()
     };
     assert!(eventually(|| seen("marker")));
     let idx = index.read().unwrap();

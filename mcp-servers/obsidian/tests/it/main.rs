@@ -4,6 +4,7 @@
 mod common;
 
 mod attacks;
+mod dates;
 mod hostile;
 mod semantic;
 mod server;

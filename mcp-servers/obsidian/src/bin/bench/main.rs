@@ -137,7 +137,7 @@ fn index_and_search(dir: &Path) -> anyhow::Result<()> {
     for round in 0..20 {
         for q in QUERIES {
             let t = Instant::now();
-            let h = index.search(q, 5, 1, None, None, None);
+            let h = index.search(q, 5, 1, &Default::default(), None);
             let el = t.elapsed();
             if round > 0 {
                 times.push(el);

@@ -127,7 +127,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
     let mut shown_keyword = 0;
     let mut query_times = Vec::new();
     for (q, gold, keywords) in &questions {
-        let lexical = idx.search(q, k, passages, None, None, None);
+        let lexical = idx.search(q, k, passages, &Default::default(), None);
         table[0].1.push(gold_rank(&rels(&lexical), gold));
         let mut by_meaning_ranked = None;
         let final_hits = match &semantic {
@@ -139,7 +139,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 let by_meaning: Vec<String> =
                     ranked.iter().take(k).map(|m| m.rel.clone()).collect();
                 table[1].1.push(gold_rank(&by_meaning, gold));
-                let hits = idx.search(q, k, passages, None, None, Some(&ranked));
+                let hits = idx.search(q, k, passages, &Default::default(), Some(&ranked));
                 let fused = rels(&hits);
                 table[2].1.push(gold_rank(&fused, gold));
                 if gold_rank(&fused, gold).is_none() {
@@ -190,8 +190,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 q,
                 k,
                 EVERY_PASSAGE,
-                None,
-                None,
+                &Default::default(),
                 by_meaning_ranked.as_deref(),
             );
             for (rank, hit) in every.iter().enumerate() {
