@@ -62,7 +62,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation, sources);
         messages.extend(instruction.iter().map(Message::user));
-        let known = known_facts(question, sources);
+        let known = known_facts(&messages, sources);
         let mut gate = FactGate::new(&known);
         let completion = self.write_answer(&messages, &mut |text| gate.pass(text, on_text))?;
         let language = Language::of(question);
@@ -167,7 +167,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
-        let made_up = known_facts(question, sources).unsupported(&own);
+        let made_up = known_facts(&messages, sources).unsupported(&own);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
             && support::adds(question, &instruction, &own) == Adds::Something
@@ -224,10 +224,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 }
 
-/// What the model was given to answer from, read for its facts: the question, and every
-/// source's label, the text it was shown and the whole passage (a fact in the part it was not
-/// shown is still no invention of its own).
-fn known_facts(question: &str, sources: &Sources) -> KnownFacts {
+/// What the model was given to answer from, read for its facts: every message of the answer
+/// prompt (the question, and earlier turns' questions, results and answers: a follow-up may
+/// take its figure from them), and every source's label, the text it was shown and the whole
+/// passage (a fact in the part it was not shown is still no invention of its own).
+fn known_facts(messages: &[Message], sources: &Sources) -> KnownFacts {
     // The headers as the answer step shows them, folders and all ("10 Example Data › …").
     let labels: Vec<String> = sources.list().iter().map(|s| s.breadcrumb()).collect();
     let texts = sources
@@ -235,7 +236,9 @@ fn known_facts(question: &str, sources: &Sources) -> KnownFacts {
         .iter()
         .flat_map(|s| [s.text.as_str(), s.passage.as_str()]);
     KnownFacts::new(
-        std::iter::once(question)
+        messages
+            .iter()
+            .map(|m| m.content.as_str())
             .chain(labels.iter().map(String::as_str))
             .chain(texts),
     )

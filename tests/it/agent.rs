@@ -42,6 +42,19 @@ impl Rig {
         options: AgentOptions,
         question: &str,
     ) -> (Turn, Vec<Message>) {
+        let mut conversation = Vec::new();
+        let turn = self.ask_in(model, options, &mut conversation, question);
+        (turn, conversation)
+    }
+
+    /// One more turn of `conversation`.
+    fn ask_in(
+        &self,
+        model: &mut ScriptedModel,
+        options: AgentOptions,
+        conversation: &mut Vec<Message>,
+        question: &str,
+    ) -> Turn {
         let mut approver = RefuseAll;
         let mut agent = Agent::new(
             model,
@@ -51,16 +64,15 @@ impl Rig {
             &mut approver,
             options,
         );
-        let mut conversation = Vec::new();
         let mut streamed = String::new();
         let turn = agent
-            .ask(&mut conversation, question, &mut |t| {
+            .ask(conversation, question, &mut |t| {
                 streamed.push_str(t);
                 ControlFlow::Continue(())
             })
             .unwrap();
         assert_eq!(streamed.trim(), turn.answer);
-        (turn, conversation)
+        turn
     }
 }
 
@@ -1064,6 +1076,29 @@ fn an_answer_with_a_figure_from_nowhere_is_never_shown() {
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "pump litres per hour");
     assert_eq!(turn.answer, "The pump delivers 1200 litres per hour [1].");
     assert!(turn.citations.iter().any(|c| c.cited));
+}
+
+/// A follow-up may state a figure that an earlier turn's results gave the model: it is no
+/// invention, though this turn's search did not bring it.
+#[test]
+fn a_follow_up_may_state_a_figure_from_an_earlier_turn() {
+    let rig = rig(&fixture_vault());
+    let mut conversation = Vec::new();
+    let mut model = ScriptedModel::new(["It delivers 1,200 litres per hour [1]."], 8192);
+    rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "pump litres per hour",
+    );
+    let mut model = ScriptedModel::new(["The club's launch needs the 1,200 litres [1]."], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "launch checklist",
+    );
+    assert_eq!(turn.answer, "The club's launch needs the 1,200 litres [1].");
 }
 
 /// A question naming a day is searched within it first (relative days counted from the
