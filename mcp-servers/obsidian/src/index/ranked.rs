@@ -149,7 +149,10 @@ impl VaultIndex {
             }
         }
         lexical.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
-        let weights: Vec<f32> = terms.iter().map(|t| self.search.idf(t)).collect();
+        let weights: Vec<f32> = terms
+            .iter()
+            .map(|t| self.search.passage_weight(t))
+            .collect();
         let hit = |id: u32, score: f32, matched, tok: &mut Tokenizer, similarities| {
             let e = self.get(id)?;
             let passages = best_passages(e, tok, &terms, &weights, similarities, passages);
@@ -280,7 +283,6 @@ fn best_passages(
     similarities: Option<&[Option<f32>]>,
     count: usize,
 ) -> Vec<HitPassage> {
-    let body = e.body();
     let headings = &e.parsed.headings;
     let passages = e.passages();
     if passages.is_empty() {
@@ -289,14 +291,23 @@ fn best_passages(
             text: String::new(),
         }];
     }
-    let by_words = search::passage_scores(
+    let mut by_words = search::passage_scores(
         tok,
         terms,
         weights,
         passages
             .iter()
-            .map(|p| (p.heading_path(headings), p.text(body))),
+            .map(|p| (p.heading_path(headings), p.text(&e.text))),
     );
+    // The properties (the last passage, when the note has them) come first by words only
+    // where no section of the text shares a word with the query: what a person wrote about
+    // a thing says more than a property naming it ("description" of a help page).
+    if e.has_properties_passage()
+        && let Some((properties, text)) = by_words.split_last_mut()
+        && text.iter().any(|s| *s > 0.0)
+    {
+        *properties = 0.0;
+    }
     let similarities = similarities.filter(|s| s.len() == passages.len());
     passage_order(&by_words, similarities, count)
         .into_iter()

@@ -157,3 +157,64 @@ async fn list_notes_keeps_to_a_period_and_bad_dates_are_refused() {
     let r = call(&c, "list_notes", json!({"from": "yesterday"})).await;
     assert_eq!(r.is_error, Some(true));
 }
+
+/// A note's properties are a passage of their own (after its sections): chosen first where no
+/// section shares a word with the query, never over a section that does; a note whose only
+/// properties are internal ones (aliases, tags) has none.
+#[tokio::test]
+async fn properties_are_a_passage_that_sections_come_before() {
+    let fx = journal_vault();
+    let files = [
+        (
+            "Journal/13.05.2021.md",
+            "---\nwellbeing:\n  mood: 1\n  mood-notes: gloomy\nsteps: 4120\n---\n# 13 May\n\nRain all day; read a novel.\n",
+        ),
+        (
+            "Style.md",
+            "---\ndescription: How to write pages.\naliases: [Writing]\n---\n# Style\n\n## Descriptions\n\nA description has at most 150 characters.\n",
+        ),
+        (
+            "Plain.md",
+            "---\ntags: [misc]\naliases: [Simple]\n---\nLentils and barley.\n",
+        ),
+    ];
+    for (rel, body) in files {
+        std::fs::write(fx.vault.join(rel), body).unwrap();
+    }
+    let c = connect(&fx).await;
+    let r = call(
+        &c,
+        "search_notes",
+        json!({"query": "how was my mood", "from": "2021-05-13", "to": "2021-05-13"}),
+    )
+    .await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["uri"], "note://Journal/13.05.2021");
+    assert!(
+        hit["passage"]
+            .as_str()
+            .unwrap()
+            .contains("mood-notes: gloomy"),
+        "{hit}"
+    );
+    let r = call(&c, "search_notes", json!({"query": "description length"})).await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["uri"], "note://Style");
+    assert!(
+        hit["passage"]
+            .as_str()
+            .unwrap()
+            .starts_with("A description has"),
+        "{hit}"
+    );
+    // Every passage of the plain note: its text alone.
+    let r = call(
+        &c,
+        "search_notes",
+        json!({"query": "lentils barley", "passages": 3}),
+    )
+    .await;
+    let hits = structured(&r)["hits"].as_array().unwrap().clone();
+    let plain: Vec<_> = hits.iter().filter(|h| h["uri"] == "note://Plain").collect();
+    assert_eq!(plain.len(), 1, "{hits:?}");
+}
