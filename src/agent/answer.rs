@@ -64,20 +64,27 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources);
         let mut gate = FactGate::new(&known);
-        let completion = self.write_answer(&messages, &mut |text| gate.pass(text, on_text))?;
+        // What of the answer reached the user before a made-up fact closed the gate: it stays
+        // part of the answer, which is what they read.
+        let mut shown = String::new();
+        let mut show = |text: &str| {
+            shown.push_str(text);
+            on_text(text)
+        };
+        let completion = self.write_answer(&messages, &mut |text| gate.pass(text, &mut show))?;
         let language = Language::of(question);
-        let made_up = gate.finish(on_text);
+        let made_up = gate.finish(&mut show);
         if !made_up.is_empty() {
             // Facts from nowhere: not shown as an answer. The notes do not say; the turn may
             // look further, as after any answer that says so.
             tracing::debug!("the answer states what no source holds: {made_up:?}");
-            let text = answer_lines(language)
+            let said = answer_lines(language)
                 .made_up
                 .replace("{}", &made_up.join(", "));
-            let gap = if gate.showed_any() { "\n\n" } else { "" };
-            let _ = on_text(&format!("{gap}{text}"));
+            let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
+            let _ = on_text(&format!("{gap}{said}"));
             return Ok(Answered {
-                text,
+                text: format!("{}{gap}{said}", shown.trim_start()),
                 quote_at: None,
                 completion,
                 attribution: None,

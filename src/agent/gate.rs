@@ -16,7 +16,6 @@ use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
 pub(super) struct FactGate<'k> {
     known: &'k KnownFacts,
     held: String,
-    showed: bool,
     made_up: Vec<String>,
 }
 
@@ -25,7 +24,6 @@ impl<'k> FactGate<'k> {
         FactGate {
             known,
             held: String::new(),
-            showed: false,
             made_up: Vec::new(),
         }
     }
@@ -53,11 +51,6 @@ impl<'k> FactGate<'k> {
             let _ = self.flush(true, on_text);
         }
         std::mem::take(&mut self.made_up)
-    }
-
-    /// Whether any of the answer reached the user.
-    pub(super) fn showed_any(&self) -> bool {
-        self.showed
     }
 
     fn flush(
@@ -114,7 +107,6 @@ impl<'k> FactGate<'k> {
             return ControlFlow::Continue(());
         }
         let shown: String = self.held.drain(..len).collect();
-        self.showed |= !shown.trim().is_empty();
         on_text(&shown)
     }
 }

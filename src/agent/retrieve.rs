@@ -3,12 +3,13 @@
 
 use obsidian_kb::api;
 use obsidian_kb::dates::{self, Period};
+use obsidian_kb::search::Tokenizer;
 
 use super::calls::render_results;
 use super::decide::call_signature;
 use super::{Agent, AgentError, Gathered, StepRecord};
 use crate::engine::{ChatModel, GenerationStats};
-use crate::prompt::Message;
+use crate::prompt::{Message, Role};
 use crate::tool::{ToolHost, ToolSpec};
 use crate::vault::VaultTools;
 
@@ -33,12 +34,47 @@ const WIDENED_PASSAGES: usize = 3;
 const OPENING_EXCERPT_CHARS: usize = 100;
 const WIDENED_EXCERPT_CHARS: usize = 400;
 
+/// Most search terms of its own (stemmed, stop words out) of a question that leans on the one
+/// before it: "And on Plus?", "How do I undo that?" (1), "Who is she?" (0); "How do I publish
+/// a website?" (2) stands alone.
+const LEANING_TERMS: usize = 1;
+
+/// What the opening search looks for: the question as asked; a question that leans on the
+/// conversation (few words of its own, after an earlier question) with the earlier question
+/// before it, so that "And on Plus?" is searched as the plan it asks about. A question with
+/// words enough stands alone: it may change the subject.
+fn searched_for(question: &str, conversation: &[Message]) -> String {
+    let own = Tokenizer::default().query_terms(question).len();
+    // The conversation ends with this question; the one before is the earlier user message.
+    let earlier = conversation
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::User)
+        .nth(1);
+    match earlier {
+        Some(m) if own <= LEANING_TERMS => {
+            // A search takes at most 2,000 bytes; an earlier question may be a pasted page.
+            let earlier: String = m.content.chars().take(EARLIER_CHARS).collect();
+            format!("{earlier} {question}")
+        }
+        _ => question.to_string(),
+    }
+}
+
+/// Characters of the earlier question a leaning one is searched with.
+const EARLIER_CHARS: usize = 300;
+
+/// Passages of each note about the period a question names that the dated search shows.
+const DATED_PASSAGES: usize = 3;
+
 /// An opening search: the question as asked, its best `limit` passages, within `period`
 /// when there is one.
 fn opening(question: &str, limit: usize, period: Option<Period>) -> api::SearchParams {
     api::SearchParams {
         query: question.to_string(),
         limit: Some(limit),
+        // The notes about the day asked for are most of what answers: more of each.
+        passages: period.map(|_| DATED_PASSAGES),
         excerpt: Some(OPENING_EXCERPT_CHARS),
         from: period.map(|p| p.from.to_string()),
         to: period.map(|p| p.to.to_string()),
@@ -71,14 +107,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         conversation: &mut Vec<Message>,
         gathered: &mut Gathered,
     ) -> Result<bool, AgentError> {
+        let query = searched_for(question, conversation);
         let mut ran = false;
-        if let Some(period) = dates::period_named(question, self.options.today) {
-            let dated = opening(question, RETRIEVED_PASSAGES, Some(period));
+        if let Some(period) = dates::period_named(&query, self.options.today) {
+            let dated = opening(&query, RETRIEVED_PASSAGES, Some(period));
             ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
         }
         let room = RETRIEVED_PASSAGES.saturating_sub(gathered.sources.list().len());
         if room > 0 {
-            let plain = opening(question, room, None);
+            let plain = opening(&query, room, None);
             ran |= self.retrieve(vault, &plain, tools, conversation, gathered)?;
         }
         Ok(ran)
@@ -121,5 +158,34 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         conversation.push(Message::assistant(written));
         conversation.push(Message::ipython(render_results(&calls, &texts, budget)));
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_that_leans_on_the_one_before_is_searched_with_it() {
+        let mut conversation = vec![
+            Message::system("Answer from the notes."),
+            Message::user("What's the largest file I can sync on Sync Standard?"),
+            Message::assistant("5 MB [1]."),
+            Message::user("And on Plus?"),
+        ];
+        assert_eq!(
+            searched_for("And on Plus?", &conversation),
+            "What's the largest file I can sync on Sync Standard? And on Plus?"
+        );
+        // Words enough of its own: it may change the subject.
+        let own = "How do I publish my notes as a website?";
+        conversation.push(Message::user(own));
+        assert_eq!(searched_for(own, &conversation), own);
+        // The first question of a conversation has nothing to lean on.
+        assert_eq!(searched_for("Why?", &conversation[..2]), "Why?");
+        // A long earlier question is cut.
+        let long = "word ".repeat(1000);
+        let conversation = [Message::user(&long), Message::user("Why?")];
+        assert!(searched_for("Why?", &conversation).len() < 400);
     }
 }
