@@ -12,6 +12,7 @@
 //! progress and the server; a client that goes away stops its own turn only.
 
 mod http;
+mod listen;
 mod openai;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -71,11 +72,12 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
     };
     let app = http::router(state);
     let stopped = shutdown.clone();
-    let server = bench.runtime.spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stopped.cancelled_owned())
-            .await
-    });
+    let server = bench.runtime.spawn(listen::serve(
+        listener,
+        app,
+        listen::Limits::default(),
+        stopped,
+    ));
     // The one line a person or a script waits for before sending requests.
     eprintln!(
         "recall: serving the vault at http://{bound}/v1 (model \"{}\"); Ctrl-C stops",

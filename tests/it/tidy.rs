@@ -69,6 +69,7 @@ const CONFINED: &[Confined] = &[
         allowed: &[
             "mcp-servers/obsidian/src/server.rs",
             "mcp-servers/obsidian/src/server/pre_init.rs",
+            "mcp-servers/obsidian/src/server/sessions.rs",
         ],
         why: "the vault's logic knows nothing of MCP",
     },

@@ -1,6 +1,6 @@
 //! The MCP face of the index: five read-only tools, the notes as resources, and a status
-//! resource (`obsidian-kb://status`). The only file
-//! that imports `rmcp`. Every tool answers with a compact text rendering for the model plus
+//! resource (`obsidian-kb://status`). With its modules (`pre_init`, `sessions`), the only
+//! code that imports `rmcp`. Every tool answers with a compact text rendering for the model plus
 //! `structuredContent` matching its declared output schema; bad input is an `isError` result
 //! whose text says what to do next, never a crash.
 //!
@@ -43,8 +43,10 @@ use crate::vault::{VaultError, rfc3339};
 use crate::{excerpt, note};
 
 mod pre_init;
+mod sessions;
 
 pub use pre_init::PreInitFilter;
+pub use sessions::{MAX_SESSIONS, SESSION_IDLE};
 
 /// Serves `index` over MCP on stdin/stdout until the client closes the connection; search is
 /// hybrid once `semantic` has vectors.
@@ -76,7 +78,8 @@ pub const HTTP_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 
 /// Serves `index` over MCP Streamable HTTP at `/mcp` on `listener` until `shutdown`: each
 /// client session gets its own handler on the one index. rmcp checks `Host` against loopback
-/// names and `Origin` against [`HTTP_ORIGINS`] plus `extra_origins`.
+/// names and `Origin` against [`HTTP_ORIGINS`] plus `extra_origins`. At most [`MAX_SESSIONS`]
+/// sessions live at once, each closed after [`SESSION_IDLE`] without a message.
 pub async fn serve_http(
     index: SharedIndex,
     semantic: Option<Arc<Semantic>>,
@@ -85,7 +88,26 @@ pub async fn serve_http(
     extra_origins: Vec<String>,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<(), crate::Error> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    let server = KbServer::new(index, semantic).with_embedding_wait(embedding_wait);
+    let sessions = sessions::BoundedSessions::new(MAX_SESSIONS, SESSION_IDLE);
+    serve_http_with(
+        server,
+        Arc::new(sessions),
+        listener,
+        extra_origins,
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve_http`] with its sessions kept by `sessions` (tests use a small cap and expiry).
+async fn serve_http_with(
+    server: KbServer,
+    sessions: Arc<sessions::BoundedSessions>,
+    listener: tokio::net::TcpListener,
+    extra_origins: Vec<String>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<(), crate::Error> {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
@@ -108,12 +130,7 @@ pub async fn serve_http(
                 .chain(extra_origins),
         )
         .with_cancellation_token(shutdown.child_token());
-    let server = KbServer::new(index, semantic).with_embedding_wait(embedding_wait);
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
     let router = axum::Router::new().nest_service("/mcp", service);
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
