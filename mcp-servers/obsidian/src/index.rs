@@ -44,6 +44,9 @@ pub struct NoteEntry {
     folded_key: String,
     /// The days and periods the note is about (`dates::note_periods`), sorted.
     pub periods: Vec<Period>,
+    /// Where in [`Self::text`] its properties passage stands, when it has one
+    /// ([`properties_passage`]): found once, when the note is read.
+    properties: Option<std::ops::Range<usize>>,
     /// Unique to this reading of the note: a re-read note gets a new one, so whoever keeps
     /// something derived from the note (its passage vectors) knows when to redo it.
     pub version: u64,
@@ -90,13 +93,16 @@ impl NoteEntry {
                 range: p.range.start + start..p.range.end + start,
                 ..p
             });
-        body.chain(properties_passage(&self.text, &self.parsed))
-            .collect()
+        let properties = self.properties.clone().map(|range| note::Passage {
+            path: Vec::new(),
+            range,
+        });
+        body.chain(properties).collect()
     }
 
     /// Whether the note's last passage is its properties.
     pub fn has_properties_passage(&self) -> bool {
-        properties_passage(&self.text, &self.parsed).is_some()
+        self.properties.is_some()
     }
 
     /// The heading path (without empty headings) and text of passage `p`.
@@ -264,7 +270,9 @@ fn analyse(
     static VERSIONS: AtomicU64 = AtomicU64::new(1);
     let mut folded_names = vec![resolve::fold(&title)];
     folded_names.extend(parsed.frontmatter.aliases.iter().map(|a| resolve::fold(a)));
+    let properties = properties_passage(&text, &parsed);
     let entry = NoteEntry {
+        properties,
         folded_key: resolve::fold(&key),
         folded_names,
         rel: f.rel,
@@ -293,10 +301,10 @@ const INTERNAL_PROPERTIES: [&str; 8] = [
     "publish",
 ];
 
-/// The note's properties as a passage of their own, as written (the YAML between the `---`
-/// lines): in a personal vault they hold much of what a note says (a day's mood, a book's
+/// Where the note's properties stand in `text`, as a passage of their own as written (the
+/// YAML between the `---` lines): in a personal vault they hold much of what a note says (a day's mood, a book's
 /// author, a task's due date). None when the note has no property beyond the internal ones.
-fn properties_passage(text: &str, parsed: &ParsedNote) -> Option<note::Passage> {
+fn properties_passage(text: &str, parsed: &ParsedNote) -> Option<std::ops::Range<usize>> {
     let properties = parsed.frontmatter.properties.as_ref()?;
     let says_something = properties.iter().any(|(key, value)| {
         !INTERNAL_PROPERTIES.contains(&key.to_lowercase().as_str())
@@ -312,10 +320,7 @@ fn properties_passage(text: &str, parsed: &ParsedNote) -> Option<note::Passage> 
     let start = yaml.as_ptr() as usize - text.as_ptr() as usize;
     let trimmed = yaml.trim();
     let start = start + (yaml.len() - yaml.trim_start().len());
-    (!trimmed.is_empty()).then(|| note::Passage {
-        path: Vec::new(),
-        range: start..start + trimmed.len(),
-    })
+    (!trimmed.is_empty()).then(|| start..start + trimmed.len())
 }
 
 impl VaultIndex {
