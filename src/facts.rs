@@ -52,6 +52,22 @@ static NAMED_DATE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
+/// The day, month and year of a [`NAMED_DATE`] match as numbers, sorted (the form of
+/// [`KnownFacts::dates`]); `None` when its month is no month's name.
+fn named_date(date: &regex::Captures) -> Option<Vec<String>> {
+    let day = date.get(1).or(date.get(4)).map_or("", |m| m.as_str());
+    let month = date.get(2).or(date.get(3)).map_or("", |m| m.as_str());
+    let month = month.get(..3).unwrap_or("").to_lowercase();
+    let number = MONTHS.iter().position(|m| *m == month)?;
+    let mut parts = vec![
+        day.trim_start_matches('0').to_string(),
+        (number + 1).to_string(),
+        date[5].to_string(),
+    ];
+    parts.sort();
+    Some(parts)
+}
+
 const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
@@ -85,20 +101,11 @@ impl KnownFacts {
                     }
                 }
             }
-            for date in NAMED_DATE.captures_iter(text) {
-                let day = date.get(1).or(date.get(4)).map_or("", |m| m.as_str());
-                let month = date.get(2).or(date.get(3)).map_or("", |m| m.as_str());
-                let month = month.get(..3).unwrap_or("").to_lowercase();
-                if let Some(number) = MONTHS.iter().position(|m| *m == month) {
-                    let mut parts = vec![
-                        day.trim_start_matches('0').to_string(),
-                        (number + 1).to_string(),
-                        date[5].to_string(),
-                    ];
-                    parts.sort();
-                    dates.insert(parts);
-                }
-            }
+            dates.extend(
+                NAMED_DATE
+                    .captures_iter(text)
+                    .filter_map(|date| named_date(&date)),
+            );
             let either = EITHER_MODIFIER.replace_all(text, "$1$3 $2$3");
             squeezed.push_str(&squeeze(&either));
             squeezed.push('\n');
@@ -114,7 +121,22 @@ impl KnownFacts {
     /// as written.
     pub fn unsupported(&self, text: &str) -> Vec<String> {
         let text = without_marks(text);
-        FACT.find_iter(&text)
+        // A date with its month's name is one fact: its year alone stands in many notes.
+        let mut named = Vec::new();
+        let mut unsupported = Vec::new();
+        for date in NAMED_DATE.captures_iter(&text) {
+            let Some(parts) = named_date(&date) else {
+                continue;
+            };
+            let found = date.get(0).expect("whole match");
+            named.push(found.range());
+            if !self.dates.contains(&parts) {
+                unsupported.push(found.as_str().trim().to_string());
+            }
+        }
+        let facts = FACT
+            .find_iter(&text)
+            .filter(|found| !named.iter().any(|date| date.contains(&found.start())))
             .filter(|found| {
                 let fact = Fact::read(found.as_str());
                 match &fact {
@@ -127,8 +149,9 @@ impl KnownFacts {
                     _ => !self.holds(&fact),
                 }
             })
-            .map(|found| found.as_str().trim().to_string())
-            .collect()
+            .map(|found| found.as_str().trim().to_string());
+        unsupported.extend(facts);
+        unsupported
     }
 
     fn holds(&self, fact: &Fact) -> bool {
@@ -309,6 +332,13 @@ mod tests {
             assert!(given.unsupported(answer).is_empty(), "{answer}");
         }
         assert_eq!(given.unsupported("On 2021-05-12."), ["2021-05-12"]);
+        // A date with its month's name is checked whole: its year and day stand elsewhere.
+        assert_eq!(given.unsupported("On 3 May 2021, at 9:05."), ["3 May 2021"]);
+        assert_eq!(
+            given.unsupported("By March 12th, 2022 [2]."),
+            ["March 12th, 2022"]
+        );
+        assert!(given.unsupported("In 12 months, 2021 [1].").is_empty());
         assert_eq!(given.unsupported("It keeps 10,000 versions."), ["10,000"]);
     }
 

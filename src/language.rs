@@ -38,11 +38,7 @@ pub fn says_notes_lack_it(answer: &str) -> bool {
 
 /// The sentence that says the notes lack the answer, in `language`.
 pub fn notes_lack_it(language: Language) -> &'static str {
-    match language {
-        Language::Chinese => "笔记中没有说明。",
-        Language::Japanese => "ノートには書かれていません。",
-        Language::Korean => "노트에 나와 있지 않습니다.",
-    }
+    answer_lines(Some(language)).notes_lack_it
 }
 
 /// What Recall itself writes into an answer when the model's own words are not the answer, in
@@ -61,6 +57,9 @@ pub struct AnswerLines {
     pub most_relevant: &'static str,
     /// Instead of them when no note matched.
     pub no_note: &'static str,
+    /// Instead of an answer that only said the question again: the sentence of
+    /// [`NOTES_LACK_IT`] for the language, alone.
+    pub notes_lack_it: &'static str,
     /// Instead of an answer that stated facts found in no source (`{}`: those facts): it
     /// holds the sentence of [`NOTES_LACK_IT`] for the language.
     pub made_up: &'static str,
@@ -75,6 +74,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             bare_verdict: "That answer is a bare yes or no; here is what the notes say.",
             most_relevant: "The most relevant passages:",
             no_note: "No note matched the question.",
+            notes_lack_it: "The notes do not say.",
             made_up: "The notes do not say: none of them gives {}.",
         },
         Some(Language::Chinese) => &AnswerLines {
@@ -83,6 +83,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             bare_verdict: "这个回答只有“是”或“否”；以下是笔记中的内容。",
             most_relevant: "最相关的段落：",
             no_note: "没有与问题相符的笔记。",
+            notes_lack_it: "笔记中没有说明。",
             made_up: "笔记中没有说明：没有笔记给出 {}。",
         },
         Some(Language::Japanese) => &AnswerLines {
@@ -91,6 +92,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             bare_verdict: "その回答は「はい」か「いいえ」だけです。ノートの内容は次のとおりです。",
             most_relevant: "最も関連する箇所：",
             no_note: "質問に合うノートはありませんでした。",
+            notes_lack_it: "ノートには書かれていません。",
             made_up: "ノートには書かれていません：{} を示すノートはありません。",
         },
         Some(Language::Korean) => &AnswerLines {
@@ -99,6 +101,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             bare_verdict: "그 답변은 예 또는 아니요뿐입니다. 노트의 내용은 다음과 같습니다.",
             most_relevant: "가장 관련 있는 구절:",
             no_note: "질문과 일치하는 노트가 없습니다.",
+            notes_lack_it: "노트에 나와 있지 않습니다.",
             made_up: "노트에 나와 있지 않습니다: {}을(를) 알려 주는 노트가 없습니다.",
         },
     }

@@ -137,10 +137,16 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
             .map(|m| m.as_str().to_lowercase().replace('’', "'"))
             .collect()
     };
+    // "A or B?" is answered by naming one of them, in the question's own words: a choice,
+    // which counts as a verdict.
+    static CHOICE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\bor\b|还是|或者|または|それとも|아니면|또는").expect("valid regex")
+    });
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
     let own = own_terms(&mut Tokenizer::default(), asked, answer);
-    match (gives_verdict, own.is_empty()) {
+    let chooses = CHOICE.is_match(question) && !answer.trim().is_empty();
+    match (gives_verdict || chooses, own.is_empty()) {
         (false, true) => Adds::Nothing,
         (true, _) if words_in(&own) < MIN_CLAIM_WORDS => Adds::VerdictOnly,
         _ => Adds::Something,
@@ -224,8 +230,15 @@ fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String
     tokenizer
         .query_terms(&answer)
         .into_iter()
-        .filter(|t| !asked.contains(t))
+        .filter(|t| !asked.contains(t) && !is_initial(t))
         .collect()
+}
+
+/// A lone letter of a script that spaces its words: an initial ("Betty T", "Markus H"), not a
+/// word an answer adds.
+fn is_initial(term: &str) -> bool {
+    let mut chars = term.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if c.is_alphabetic() && (c as u32) < 0x2E80)
 }
 
 /// `cited` held against `evidence` (per source, source `n` at `n - 1`).
@@ -478,6 +491,30 @@ mod tests {
             1.0
         );
         assert!(held_share("水应该多热？", "用铜壶加热的蒸汽 [1]。", source) < 0.3);
+    }
+
+    #[test]
+    fn naming_one_of_the_question_s_alternatives_is_a_verdict() {
+        let question = "Is Markus H a friend of mine or more of a work contact?";
+        assert_eq!(
+            adds(question, question, "Markus H is a work contact. [1]"),
+            Adds::VerdictOnly
+        );
+        let question = "泡绿茶用沸水还是温水？";
+        assert_eq!(adds(question, question, "温水 [1]。"), Adds::VerdictOnly);
+    }
+
+    #[test]
+    fn a_name_s_initial_is_no_word_of_the_answer_s_own() {
+        let question = "What's Betty's phone number?";
+        assert_eq!(
+            adds(question, question, "The phone number of Betty T is [1]."),
+            Adds::Nothing
+        );
+        assert_eq!(
+            adds(question, question, "Betty T's number is 282908824961 [1]."),
+            Adds::Something
+        );
     }
 
     /// Qwen2.5-1.5B answered one held-out question with the question itself and a copied

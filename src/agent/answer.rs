@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use super::cite::{OpeningSources, unattributed};
-use super::gate::FactGate;
+use super::gate::{FactGate, Restating};
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
@@ -62,7 +62,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation, sources);
         messages.extend(instruction.iter().map(Message::user));
-        let known = known_facts(&messages, sources);
+        let known = known_facts(&messages, sources, question);
         let mut gate = FactGate::new(&known);
         // What of the answer reached the user before a made-up fact closed the gate: it stays
         // part of the answer, which is what they read.
@@ -71,9 +71,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             shown.push_str(text);
             on_text(text)
         };
-        let completion = self.write_answer(&messages, &mut |text| gate.pass(text, &mut show))?;
+        let mut restating = Restating::new(question, instruction.as_deref(), sources.list());
+        let completion = self.write_answer(&messages, &mut |text| {
+            gate.pass(text, &mut |checked| restating.pass(checked, &mut show))
+        })?;
         let language = Language::of(question);
-        let made_up = gate.finish(&mut show);
+        let made_up = gate.finish(&mut |checked| restating.pass(checked, &mut show));
         if !made_up.is_empty() {
             // Facts from nowhere: not shown as an answer. The notes do not say; the turn may
             // look further, as after any answer that says so.
@@ -104,6 +107,23 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             _ => Adds::Something,
         };
         let lines = answer_lines(language);
+        let restated = adds == Adds::Nothing && restating.held_all();
+        if !restated {
+            restating.release(&mut show);
+        }
+        if restated {
+            // Never shown, and no answer: the notes do not say, and the turn may look further.
+            tracing::debug!("the answer only says the question again: {answer:?}");
+            let _ = on_text(lines.notes_lack_it);
+            return Ok(Answered {
+                text: lines.notes_lack_it.to_string(),
+                quote_at: None,
+                completion,
+                attribution: None,
+                opening_from: None,
+                notes_lack_it: true,
+            });
+        }
         let lead = match adds {
             _ if answer.is_empty() => Some(lines.no_answer),
             Adds::Nothing => Some(lines.adds_nothing),
@@ -174,7 +194,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
-        let made_up = known_facts(&messages, sources).unsupported(&own);
+        let made_up = known_facts(&messages, sources, question).unsupported(&own);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
             && support::adds(question, &instruction, &own) == Adds::Something
@@ -232,23 +252,32 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 }
 
 /// What the model was given to answer from, read for its facts: every message of the answer
-/// prompt (the question, and earlier turns' questions, results and answers: a follow-up may
-/// take its figure from them), and every source's label, the text it was shown and the whole
-/// passage (a fact in the part it was not shown is still no invention of its own).
-fn known_facts(messages: &[Message], sources: &Sources) -> KnownFacts {
-    // The headers as the answer step shows them, folders and all ("10 Example Data › …").
-    let labels: Vec<String> = sources.list().iter().map(|s| s.breadcrumb()).collect();
+/// prompt but those asking `question` (earlier turns' questions, results and answers: a
+/// follow-up may take its figure from them), and every source's label, the text it was shown
+/// and the whole passage (a fact in the part it was not shown is still no invention of its
+/// own).
+///
+/// The question's own facts are not known for being asked: an answer restating "3 March
+/// 2022" or "project_11" about a source that holds neither answers about another day or
+/// another project ("5 situps on 3 March 2022 [1]" from the note of 24 January). Nor are the
+/// numbers of folder names ("10 Example Data"): "rated 10 out of 10" stood on one.
+fn known_facts(messages: &[Message], sources: &Sources, question: &str) -> KnownFacts {
+    let question = question.trim();
+    let given: Vec<String> = messages
+        .iter()
+        .filter(|m| !(m.role == Role::User && m.content.contains(question)))
+        .map(|m| {
+            sources.list().iter().fold(m.content.clone(), |text, s| {
+                text.replace(&s.breadcrumb(), &s.label())
+            })
+        })
+        .collect();
+    let labels: Vec<String> = sources.list().iter().map(|s| s.label()).collect();
     let texts = sources
         .list()
         .iter()
         .flat_map(|s| [s.text.as_str(), s.passage.as_str()]);
-    KnownFacts::new(
-        messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .chain(labels.iter().map(String::as_str))
-            .chain(texts),
-    )
+    KnownFacts::new(given.iter().chain(&labels).map(String::as_str).chain(texts))
 }
 
 /// What the answer step produced.

@@ -1,12 +1,15 @@
 //! What of an answer reaches the user while it streams, and when: [`FactGate`] holds back each
-//! clause stating a fact until it is checked against what the model was given, [`HoldBack`]
-//! an answer that may still be only "the notes do not say" (so the turn can look further
-//! before anyone reads it). The answer step streams through both. Pure: text in, text out.
+//! clause stating a fact until it is checked against what the model was given, [`Restating`]
+//! an answer while it only says the question again, [`HoldBack`] an answer that may still be
+//! only "the notes do not say" (so the turn can look further before anyone reads it). The
+//! answer step streams through all three. Pure: text in, text out.
 
 use std::ops::ControlFlow;
 
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
+use crate::sources::{Source, without_copied_headers};
+use crate::support::{self, Adds};
 
 /// Streams an answer but holds back each clause that states a fact (a number, a key
 /// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the
@@ -155,6 +158,72 @@ impl HoldBack {
     }
 }
 
+/// Holds an answer back while all it says is the question again, citation marks and copied
+/// source headers aside ([`support::adds`]): "Jonathan's email address is [1]." A small model
+/// writes that when the sources lack what was asked (Qwen2.5-1.5B: three of the personal
+/// vault's thirteen questions it cannot answer), and it is then no answer: the turn takes it
+/// for the notes not saying. Released at the answer's first word of its own, which in an
+/// answer is usually among its first few.
+pub(super) struct Restating<'a> {
+    question: &'a str,
+    /// The answer instruction the question stands in; `None` (no sources): nothing is held.
+    asked: Option<&'a str>,
+    sources: &'a [Source],
+    held: String,
+}
+
+impl<'a> Restating<'a> {
+    pub(super) fn new(question: &'a str, asked: Option<&'a str>, sources: &'a [Source]) -> Self {
+        Restating {
+            question,
+            asked,
+            sources,
+            held: String::new(),
+        }
+    }
+
+    /// Passes `text` on to `on_text`, or holds it while the answer so far adds nothing.
+    pub(super) fn pass(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Some(asked) = self.asked else {
+            return on_text(text);
+        };
+        self.held.push_str(text);
+        // A word still being written is not judged: "Mark" may become "Markus". (A Chinese,
+        // Japanese or Korean character is whole.)
+        let judged = self
+            .held
+            .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
+        let own = without_copied_headers(judged, self.sources);
+        if judged.trim().is_empty() || support::adds(self.question, asked, &own) == Adds::Nothing {
+            return ControlFlow::Continue(());
+        }
+        self.asked = None;
+        on_text(&std::mem::take(&mut self.held))
+    }
+
+    /// Shows what is held: at the answer's end, when it is not taken for the notes not saying.
+    pub(super) fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
+        self.asked = None;
+        if !self.held.is_empty() {
+            let _ = on_text(&std::mem::take(&mut self.held));
+        }
+    }
+
+    /// True when the whole answer was held: it never said a word of its own.
+    pub(super) fn held_all(&self) -> bool {
+        self.asked.is_some() && !self.held.trim().is_empty()
+    }
+}
+
+/// A letter or digit of a script that spaces its words (those below the CJK blocks).
+fn is_spaced_letter(c: char) -> bool {
+    c.is_alphanumeric() && (c as u32) < 0x2E80
+}
+
 /// True while `text` (an answer's start) is, or may still become, an answer that only says
 /// the notes do not say.
 fn may_be_notes_lack_it(text: &str) -> bool {
@@ -188,6 +257,53 @@ mod tests {
         });
         after_each.push(shown);
         (after_each, made_up)
+    }
+
+    /// Streams `tokens` through a [`Restating`] hold for `question`; returns what was shown
+    /// and whether all of it was held.
+    fn restate(question: &str, tokens: &[&str]) -> (String, bool) {
+        let asked = format!("Answer from the numbered sources: {question}");
+        let mut hold = Restating::new(question, Some(&asked), &[]);
+        let mut shown = String::new();
+        for token in tokens {
+            let _ = hold.pass(token, &mut |t| {
+                shown.push_str(t);
+                ControlFlow::Continue(())
+            });
+        }
+        (shown, hold.held_all())
+    }
+
+    #[test]
+    fn an_answer_is_held_only_while_it_says_the_question_again() {
+        let question = "What's Jonathan's email address?";
+        let (shown, held) = restate(question, &["Jonathan's", " email address", " is [1]."]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        // Tokens are pieces of words: "Jon" is no word of its own.
+        let (shown, held) = restate(question, &["Jon", "athan", "'s", " em", "ail", " address"]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        let (shown, held) = restate(
+            question,
+            &["Jonathan's", " email address is", " jon@example.org [1]."],
+        );
+        assert_eq!(
+            (shown.as_str(), held),
+            ("Jonathan's email address is jon@example.org [1].", false)
+        );
+        // A yes or no is the model's own, and shown.
+        let (shown, held) = restate("Is Jonathan a friend?", &["No", ", Jonathan"]);
+        assert_eq!((shown.as_str(), held), ("No, Jonathan", false));
+        // Without sources there is nothing to hold for.
+        let mut hold = Restating::new(question, None, &[]);
+        let mut shown = String::new();
+        let _ = hold.pass("Jonathan's email", &mut |t| {
+            shown.push_str(t);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(
+            (shown.as_str(), hold.held_all()),
+            ("Jonathan's email", false)
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The searches the agent makes itself, before the model decides anything: the opening search
 //! for the question as asked, and the wider one after an answer that the notes do not say.
 
+use chrono::NaiveDate;
 use obsidian_kb::api;
 use obsidian_kb::dates::{self, Period};
 use obsidian_kb::search::Tokenizer;
@@ -61,6 +62,23 @@ fn searched_for(question: &str, conversation: &[Message]) -> String {
     }
 }
 
+/// The day the conversation before this turn's question was last about: the last day an
+/// earlier question named, itself counted from the one before where it named it so ("And
+/// the next day?"). `None` when none named a day.
+fn day_talked_about(conversation: &[Message], today: NaiveDate) -> Option<Period> {
+    let mut questions: Vec<&Message> = conversation
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .collect();
+    // The conversation ends with this turn's question.
+    questions.pop();
+    questions.iter().fold(None, |day, m| {
+        let named = dates::period_named(&m.content, today)
+            .or_else(|| dates::after_anchor(&m.content, day?));
+        named.or(day)
+    })
+}
+
 /// Characters of the earlier question a leaning one is searched with.
 const EARLIER_CHARS: usize = 300;
 
@@ -108,8 +126,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         gathered: &mut Gathered,
     ) -> Result<bool, AgentError> {
         let query = searched_for(question, conversation);
+        let today = self.options.today;
         let mut ran = false;
-        if let Some(period) = dates::period_named(&query, self.options.today) {
+        let period = dates::period_named(question, today)
+            .or_else(|| dates::after_anchor(question, day_talked_about(conversation, today)?))
+            .or_else(|| dates::period_named(&query, today));
+        if let Some(period) = period {
             let dated = opening(&query, RETRIEVED_PASSAGES, Some(period));
             ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
         }

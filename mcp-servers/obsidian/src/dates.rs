@@ -340,6 +340,55 @@ fn cjk_relative(word: &str, today: NaiveDate) -> Option<Period> {
     })
 }
 
+/// Days named counting from a day said before: "the next day", "the day after", "two days
+/// later", "the night before", "that day", "第二天". Such words name nothing alone.
+static AFTER_ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
+    let part = "day|morning|afternoon|evening|night";
+    let forms = [
+        format!(r"(?P<next>\b(?:the\s+)?(?:next|following)\s+(?:{part})\b|\bthe\s+(?:{part})\s+after\b)"),
+        format!(r"(?P<prev>\bthe\s+(?:{part})\s+before\b|\b(?:the\s+)?previous\s+(?:{part})\b)"),
+        r"(?P<shift>\b(?P<sn>\d{1,2}|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?P<su>day|week)s?\s+(?P<sw>later|after|afterwards|before|earlier)\b)".to_string(),
+        format!(r"(?P<same>\b(?:that|the\s+same)\s+(?:{part})\b)"),
+        "(?P<cjknext>第二天|次日|翌日|다음\\s*날)".to_string(),
+        "(?P<cjkprev>前一天|前日|전날)".to_string(),
+        "(?P<cjksame>那天|当天|當天|その日|그날)".to_string(),
+    ];
+    Regex::new(&format!("(?i){}", forms.join("|"))).expect("anchored date pattern")
+});
+
+/// The day `text` names counting from `anchor` (a day said earlier, in the conversation):
+/// "And the next day?" after a question about 30 January is 31 January. `None` when it names
+/// no such day, or `anchor` is more than a day.
+pub fn after_anchor(text: &str, anchor: Period) -> Option<Period> {
+    if anchor.from != anchor.to {
+        return None;
+    }
+    let c = AFTER_ANCHOR.captures(text)?;
+    let days = if c.name("next").is_some() || c.name("cjknext").is_some() {
+        1
+    } else if c.name("prev").is_some() || c.name("cjkprev").is_some() {
+        -1
+    } else if c.name("same").is_some() || c.name("cjksame").is_some() {
+        0
+    } else {
+        let n = small_number(&c.name("sn")?.as_str().to_lowercase())?;
+        let unit = if c.name("su")?.as_str().eq_ignore_ascii_case("week") {
+            7
+        } else {
+            1
+        };
+        let sign = match c.name("sw")?.as_str().to_lowercase().as_str() {
+            "before" | "earlier" => -1,
+            _ => 1,
+        };
+        sign * n * unit
+    };
+    anchor
+        .from
+        .checked_add_signed(Duration::days(days))
+        .map(Period::day)
+}
+
 fn small_number(word: &str) -> Option<i64> {
     let words = [
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -597,6 +646,29 @@ pub fn note_periods(formats: &NoteFormats, note: &NoteDateSources) -> Vec<Period
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_day_counted_from_one_said_before() {
+        let day = |y, m, d| Period::day(NaiveDate::from_ymd_opt(y, m, d).unwrap());
+        let anchor = day(2022, 1, 30);
+        for (text, want) in [
+            ("And the next day?", Some(day(2022, 1, 31))),
+            ("How did it go the day after?", Some(day(2022, 1, 31))),
+            ("And the night before?", Some(day(2022, 1, 29))),
+            ("And two days later, what did I buy?", Some(day(2022, 2, 1))),
+            ("3 days earlier?", Some(day(2022, 1, 27))),
+            ("a week later?", Some(day(2022, 2, 6))),
+            ("What else did I get done that day?", Some(day(2022, 1, 30))),
+            ("第二天呢？", Some(day(2022, 1, 31))),
+            ("When's his birthday?", None),
+            ("What's the next step?", None),
+        ] {
+            assert_eq!(after_anchor(text, anchor), want, "{text}");
+        }
+        let month = Period::month(2022, 1).unwrap();
+        assert_eq!(after_anchor("And the next day?", month), None);
+    }
+
     use super::*;
 
     fn d(s: &str) -> NaiveDate {
