@@ -290,10 +290,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // user, to let the model look further first.
         let mut held = None;
         if retrieved && self.options.answer_first {
-            let mut shown = HoldBack::default();
-            let answered = self.answer(conversation, question, &gathered.sources, &mut |text| {
-                shown.pass(text, on_text)
-            })?;
+            let (answered, shown) =
+                self.answer_held(conversation, question, &gathered.sources, on_text)?;
             if !(answered.notes_lack_it && shown.holding()) {
                 return Ok(finish(conversation, question, gathered, answered, on_text));
             }
@@ -319,11 +317,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 gathered
                     .steps
                     .insert(at, step("answer", &first.completion, Vec::new()));
-                let mut shown = HoldBack::default();
-                let answered =
-                    self.answer(conversation, question, &gathered.sources, &mut |text| {
-                        shown.pass(text, on_text)
-                    })?;
+                let (answered, shown) =
+                    self.answer_held(conversation, question, &gathered.sources, on_text)?;
                 if !(answered.notes_lack_it && shown.holding()) {
                     return Ok(finish(conversation, question, gathered, answered, on_text));
                 }
@@ -353,12 +348,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                         .steps
                         .insert(at, step("answer", &first.completion, Vec::new()));
                 }
-                let mut shown = HoldBack::default();
-                let answered =
-                    self.answer(conversation, question, &gathered.sources, &mut |text| {
-                        shown.pass(text, on_text)
-                    })?;
-                (answered, shown)
+                self.answer_held(conversation, question, &gathered.sources, on_text)?
             }
         };
         let answered = self.settle(
@@ -370,6 +360,22 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             on_text,
         )?;
         Ok(finish(conversation, question, gathered, answered, on_text))
+    }
+
+    /// The answer step streamed through a [`HoldBack`]: an answer that may still be only "the
+    /// notes do not say" reaches nobody yet.
+    fn answer_held(
+        &mut self,
+        conversation: &[Message],
+        question: &str,
+        sources: &Sources,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<(Answered, HoldBack), AgentError> {
+        let mut shown = HoldBack::default();
+        let answered = self.answer(conversation, question, sources, &mut |text| {
+            shown.pass(text, on_text)
+        })?;
+        Ok((answered, shown))
     }
 
     /// The last answer of a turn, shown: one that the notes do not say, still held back, is
