@@ -24,7 +24,7 @@ use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 14] = [
+pub const TEMPLATES: [(&str, &str); 12] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -48,14 +48,6 @@ pub const TEMPLATES: [(&str, &str); 14] = [
         include_str!("../prompts/study/summarize.j2"),
     ),
     ("study/note.j2", include_str!("../prompts/study/note.j2")),
-    (
-        "study/combine.j2",
-        include_str!("../prompts/study/combine.j2"),
-    ),
-    (
-        "study/combine_user.j2",
-        include_str!("../prompts/study/combine_user.j2"),
-    ),
     ("study/quiz.j2", include_str!("../prompts/study/quiz.j2")),
     (
         "study/quiz_note.j2",
@@ -81,12 +73,10 @@ const EMBEDDED: &str = "embedded";
 pub enum StudyPrompt {
     /// System message of a summary.
     Summarize,
-    /// A note (or one part of it) to summarize: `title`, `text`, and `part`/`parts` for a part.
+    /// A note (or one part of it) to summarize: `title`, `text`, `part`/`parts` for a part,
+    /// `points` (how many to write, when the grammar holds the reply to that many) and `retry`
+    /// (the second try, after points that only named a heading).
     Note,
-    /// System message of the combining step.
-    Combine,
-    /// Partial summaries to combine: `title`, `text`.
-    CombineUser,
     /// System message of a quiz item.
     Quiz,
     /// A note to ask about: `title`, `text`, `avoid` (questions asked), `retry` (second try).
@@ -103,8 +93,6 @@ impl StudyPrompt {
         match self {
             StudyPrompt::Summarize => "study/summarize.j2",
             StudyPrompt::Note => "study/note.j2",
-            StudyPrompt::Combine => "study/combine.j2",
-            StudyPrompt::CombineUser => "study/combine_user.j2",
             StudyPrompt::Quiz => "study/quiz.j2",
             StudyPrompt::QuizNote => "study/quiz_note.j2",
             StudyPrompt::Grade => "study/grade.j2",

@@ -5,10 +5,21 @@ use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter};
 
 /// The text of a Markdown ATX heading line (`## Goals` → `Goals`); `None` for any other line.
 fn heading(line: &str) -> Option<&str> {
+    heading_level(line).map(|level| line[level..].trim().trim_end_matches('#').trim())
+}
+
+/// The level of a Markdown ATX heading line (`## Goals` → 2); `None` for any other line.
+pub fn heading_level(line: &str) -> Option<usize> {
     let text = line.trim_start_matches('#');
     let level = line.len() - text.len();
-    ((1..=6).contains(&level) && text.starts_with(' '))
-        .then(|| text.trim().trim_end_matches('#').trim())
+    ((1..=6).contains(&level) && text.starts_with(' ')).then_some(level)
+}
+
+/// The heading a block opens with (its first line, as [`blocks`] cuts them): its level and
+/// text; `None` for a block that does not open with one.
+pub fn block_heading(block: &str) -> Option<(usize, &str)> {
+    let line = block.lines().next()?;
+    Some((heading_level(line)?, heading(line)?))
 }
 
 /// True for a line that opens or closes a fenced code block.
@@ -19,7 +30,7 @@ fn fence(line: &str) -> bool {
 
 /// The lines of `text` outside fenced code blocks, fences left out: a `# comment` in a shell
 /// example is not a heading, and an example is not a statement to ask about.
-fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+pub fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut in_code = false;
     text.lines().filter(move |line| {
         if fence(line) {

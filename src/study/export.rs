@@ -76,13 +76,86 @@ struct QuizEntry<'a> {
 }
 
 /// `summarize --json`: the summary, each point with the section it comes from, the notes it
-/// is made from, and how many chunks they took.
+/// is made from, how many generations (chunks) they took, and how much was read.
 #[derive(Debug, Serialize)]
 pub(super) struct SummaryReport<'a> {
     summary: String,
     points: Vec<SummaryPoint<'a>>,
     sources: Vec<SourceRef<'a>>,
     chunks: usize,
+    read: ReadReport<'a>,
+}
+
+/// How much of its target a summary read: the top-level sections of one note, or the notes of
+/// several; and those read that no point came from.
+#[derive(Debug, Serialize)]
+pub(super) struct ReadReport<'a> {
+    /// `sections` or `notes`.
+    unit: &'static str,
+    /// How many were read...
+    read: usize,
+    /// ...of how many.
+    of: usize,
+    /// The words of the notes.
+    words: usize,
+    /// The sections (or notes) read that no point came from.
+    without_points: Vec<SourceRef<'a>>,
+}
+
+impl<'a> ReadReport<'a> {
+    pub(super) fn new(unit: &'static str, read: usize, of: usize, words: usize) -> Self {
+        ReadReport {
+            unit,
+            read,
+            of,
+            words,
+            without_points: Vec::new(),
+        }
+    }
+
+    pub(super) fn without_points(self, without_points: Vec<SourceRef<'a>>) -> Self {
+        ReadReport {
+            without_points,
+            ..self
+        }
+    }
+
+    /// `Read 15 of 15 sections (2,345 words).`, and which gave no point.
+    pub(super) fn sentence(&self) -> String {
+        let mut text = format!(
+            "Read {} of {} {} ({} words).",
+            self.read,
+            self.of,
+            self.unit,
+            thousands(self.words)
+        );
+        if !self.without_points.is_empty() {
+            let names: Vec<&str> = self
+                .without_points
+                .iter()
+                .map(|s| match (self.unit, s.heading) {
+                    ("notes", _) => s.title,
+                    (_, Some(heading)) => heading,
+                    (_, None) => "the opening",
+                })
+                .collect();
+            text.push_str(&format!(" No point came from: {}.", names.join("; ")));
+        }
+        text
+    }
+}
+
+/// A count as a reader reads it: `2,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One point of a summary and the section its words come from (null when no section holds
@@ -99,12 +172,14 @@ impl<'a> SummaryReport<'a> {
         points: Vec<SummaryPoint<'a>>,
         notes: &'a [SourceNote],
         chunks: usize,
+        read: ReadReport<'a>,
     ) -> Self {
         SummaryReport {
             summary,
             points,
             sources: notes.iter().map(|n| SourceRef::new(n, None)).collect(),
             chunks,
+            read,
         }
     }
 
@@ -243,15 +318,31 @@ mod tests {
             text: "A point.".into(),
             source: None,
         }];
-        let report = SummaryReport::new("- A point.".into(), points, &notes, 1);
+        let read = ReadReport::new("sections", 2, 2, 2345)
+            .without_points(vec![SourceRef::new(&notes[0], Some("Lists"))]);
+        assert_eq!(
+            read.sentence(),
+            "Read 2 of 2 sections (2,345 words). No point came from: Lists."
+        );
+        let report = SummaryReport::new("- A point.".into(), points, &notes, 1, read);
+        let lists = "obsidian://open?vault=v&file=Home%23Lists";
         assert_eq!(
             serde_json::to_value(&report).unwrap(),
             serde_json::json!({
                 "summary": "- A point.",
                 "points": [{"text": "A point.", "source": null}],
                 "sources": [{"title": "Home", "uri": "note://Home", "link": link}],
-                "chunks": 1
+                "chunks": 1,
+                "read": {"unit": "sections", "read": 2, "of": 2, "words": 2345,
+                         "without_points": [{"title": "Home", "uri": "note://Home",
+                                             "heading": "Lists", "link": lists}]}
             })
+        );
+        assert_eq!(thousands(7), "7");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(
+            ReadReport::new("notes", 3, 3, 900).sentence(),
+            "Read 3 of 3 notes (900 words)."
         );
         let source = SourceRef::new(&notes[0], Some("Links & more"));
         let at_heading = "obsidian://open?vault=v&file=Home%23Links%20%26%20more";

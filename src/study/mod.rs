@@ -2,7 +2,8 @@
 //! holds the commands and what they share ([`StudyJob`]: servers, notes, model, transcript).
 //!
 //! Data flows one way: the target (a note, a folder or a search query) becomes notes through the
-//! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]),
+//! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]) and
+//! a long note the parts a summary reads it in ([`parts`]),
 //! prompts are rendered from `prompts/study/` and generated under a grammar ([`writer`]) into
 //! summaries ([`summarize`], each point traced to its section by [`sections`]), quiz items
 //! ([`item`], put together into a quiz by [`quiz`]) or grades ([`grade`]), and the result goes
@@ -13,6 +14,7 @@ mod deck;
 mod export;
 mod grade;
 mod item;
+mod parts;
 mod quiz;
 mod review;
 mod sections;
@@ -32,7 +34,7 @@ pub use chunk::{chunk_text, headings};
 pub use deck::Deck;
 pub use grade::{Grade, grade_grammar, parse_grade};
 pub use item::{ItemBounds, QaPair, item_grammar, parse_item};
-pub use summarize::{parse_summary, summary_grammar};
+pub use summarize::{parse_summary, points_grammar, summary_grammar};
 pub use target::{SourceNote, gather_notes, read_notes};
 pub use writer::Grammar;
 

@@ -435,8 +435,6 @@ fn every_builtin_template_is_registered_and_compiles() {
             "agent/attribute.j2",
             "study/summarize.j2",
             "study/note.j2",
-            "study/combine.j2",
-            "study/combine_user.j2",
             "study/quiz.j2",
             "study/quiz_note.j2",
             "study/grade.j2",
@@ -572,15 +570,28 @@ fn study_prompts_fill_in_their_values_as_written() {
         grade,
         "Question: Q?\nExpected answer: A.\nStudent's answer: R."
     );
-    let combine = template
+    let counted = template
         .study(
-            StudyPrompt::CombineUser,
-            &json!({"title": "Alpha", "text": "- a\n- b"}),
+            StudyPrompt::Note,
+            &json!({"title": "Alpha", "text": "Body.", "part": 2, "parts": 3, "points": 2}),
         )
         .unwrap();
     assert_eq!(
-        combine,
-        "Combine these summaries of Alpha into one summary.\n\n- a\n- b"
+        counted,
+        "Summarize this part of a longer note (part 2 of 3) in 2 bullet points, from its start \
+         to its end.\n\nTitle: Alpha\n\nBody."
+    );
+    let retry = template
+        .study(
+            StudyPrompt::Note,
+            &json!({"title": "Alpha", "text": "Body.", "points": 1, "retry": true}),
+        )
+        .unwrap();
+    assert_eq!(
+        retry,
+        "Summarize this note in 1 bullet point, from its start to its end.\n\nTitle: Alpha\n\n\
+         Body.\n\nEach point is a sentence saying what the text states (a fact, a step, a rule \
+         or a setting), not a heading or a topic name."
     );
 }
 
@@ -614,7 +625,6 @@ fn the_quiz_prompt_adds_the_retry_reminder_on_the_second_try() {
     // System messages take no values.
     for system in [
         StudyPrompt::Summarize,
-        StudyPrompt::Combine,
         StudyPrompt::Quiz,
         StudyPrompt::Grade,
     ] {

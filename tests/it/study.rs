@@ -130,11 +130,14 @@ struct MarkdownSummary {
     numbered: Vec<(String, String)>,
     /// The notes read that no point was traced to.
     also_read: Vec<(String, String)>,
+    /// The closing line: `Read 3 of 3 sections (2,345 words).` and which gave no point.
+    read: String,
 }
 
 /// Reads `# Summary: TARGET`, the `- point [n]` lines, `## Sources` with `n. [label](link)`
-/// lines and an optional `Also read:` list of `- [label](link)`, and checks that every point's
-/// number names a listed source and every listed source is named by a point.
+/// lines, an optional `Also read:` list of `- [label](link)` and the closing `Read …` line, and
+/// checks that every point's number names a listed source and every listed source is named by
+/// a point.
 fn markdown_summary(stdout: &str, target: &str) -> MarkdownSummary {
     let (summary, sources) = stdout
         .strip_prefix(&format!("# Summary: {target}\n\n"))
@@ -156,6 +159,11 @@ fn markdown_summary(stdout: &str, target: &str) -> MarkdownSummary {
             }
         })
         .collect();
+    let (sources, read) = sources
+        .trim_end()
+        .rsplit_once("\n\nRead ")
+        .unwrap_or_else(|| panic!("no closing `Read …` line: {stdout}"));
+    assert!(!read.contains('\n'), "{stdout}");
     let (numbered, also_read) = sources
         .split_once("\nAlso read:\n")
         .unwrap_or((sources, ""));
@@ -189,6 +197,7 @@ fn markdown_summary(stdout: &str, target: &str) -> MarkdownSummary {
         points,
         numbered,
         also_read,
+        read: format!("Read {read}"),
     }
 }
 
@@ -491,6 +500,194 @@ fn summarize_writes_a_bullet_list_and_json_carries_the_same_points() {
         json!([{"title": "Photosynthesis", "uri": "note://Processes/Photosynthesis", "link": note_link}])
     );
     assert_eq!(json["chunks"], 1);
+    // A short note is read whole: its opening and its two sections.
+    let read = &json["read"];
+    assert_eq!(
+        (&read["unit"], &read["read"], &read["of"]),
+        (&json!("sections"), &json!(3), &json!(3)),
+        "{json}"
+    );
+    assert!(
+        summary.read.starts_with("Read 3 of 3 sections ("),
+        "{}",
+        summary.read
+    );
+}
+
+/// A long note, eight sections of some 150 words, one topic each: summarized part by part,
+/// its points are traced to sections across the whole note (a point's source is a section of
+/// the part it was written from), and the summary says how much it read and which sections,
+/// if any, gave no point.
+#[test]
+fn a_long_note_is_summarized_part_by_part_and_says_how_much_it_read() {
+    let topics = [
+        (
+            "Apples",
+            "apple orchards",
+            "Apples ripen in autumn and keep for months in a cool cellar.",
+        ),
+        (
+            "Bridges",
+            "suspension bridges",
+            "A suspension bridge hangs its deck from steel cables.",
+        ),
+        (
+            "Comets",
+            "comets",
+            "A comet grows a bright tail of gas and dust near the sun.",
+        ),
+        (
+            "Dolphins",
+            "dolphins",
+            "Dolphins find fish by echolocation, clicking and listening.",
+        ),
+        (
+            "Engines",
+            "steam engines",
+            "A steam engine turns the pressure of boiling water into motion.",
+        ),
+        (
+            "Forests",
+            "rain forests",
+            "Rain forests hold more than half of the species on land.",
+        ),
+        (
+            "Glaciers",
+            "glaciers",
+            "Glaciers carve valleys as they slide downhill under their weight.",
+        ),
+        (
+            "Harbors",
+            "harbors",
+            "A harbor shelters ships from waves behind a breakwater.",
+        ),
+    ];
+    let mut text = String::from("# Field guide\n");
+    for (heading, subject, fact) in topics {
+        text.push_str(&format!("\n## {heading}\n\n{fact}"));
+        for (i, aspect) in ["history", "science", "people", "future", "safety"]
+            .iter()
+            .enumerate()
+        {
+            text.push_str(&format!(
+                " The {aspect} of {subject} is a subject of its own: study number {} covers it \
+                 with care, and every reader of this guide learns one more thing about {subject} here.",
+                i + 1
+            ));
+        }
+        text.push('\n');
+    }
+    let words = text.split_whitespace().count();
+    assert!(words > 1_000, "{words}");
+    let vault = tempfile::tempdir().unwrap();
+    std::fs::write(vault.path().join("Field guide.md"), &text).unwrap();
+    let vault = vault.path().to_str().unwrap().to_string();
+
+    let output = recall_on(&vault, &["summarize", "Field guide", "--json"]);
+    let json: Value = serde_json::from_str(succeeded(&output).trim()).expect("one JSON object");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("recall: reading Field guide in 8 parts"),
+        "{stderr}"
+    );
+    assert_eq!(json["chunks"], 8, "{json}");
+    let read = &json["read"];
+    assert_eq!(
+        (&read["unit"], &read["read"], &read["of"], &read["words"]),
+        (&json!("sections"), &json!(8), &json!(8), &json!(words)),
+        "{json}"
+    );
+    // Every point is traced to one of the eight sections; together they reach both halves.
+    let headings: Vec<&str> = topics.iter().map(|t| t.0).collect();
+    let points = json["points"].as_array().expect("points");
+    let mut traced = HashSet::new();
+    for point in points {
+        let heading = point["source"]["heading"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a point without its section: {json}"));
+        let index = headings
+            .iter()
+            .position(|h| *h == heading)
+            .unwrap_or_else(|| panic!("not a section of the note: {heading}"));
+        assert_opens(
+            point["source"]["link"].as_str().unwrap(),
+            "Field%20guide",
+            Some(heading),
+        );
+        traced.insert(index);
+    }
+    assert!(traced.iter().any(|&i| i < 4), "{json}");
+    assert!(traced.iter().any(|&i| i >= 4), "{json}");
+    // The sections that gave no point are those no point is traced to, named.
+    let without: HashSet<&str> = read["without_points"]
+        .as_array()
+        .expect("without_points")
+        .iter()
+        .map(|s| s["heading"].as_str().expect("a section's heading"))
+        .collect();
+    let silent: HashSet<&str> = (0..8)
+        .filter(|i| !traced.contains(i))
+        .map(|i| headings[i])
+        .collect();
+    assert_eq!(without, silent, "{json}");
+
+    // Markdown says it at the end, in words.
+    let stdout = succeeded(&recall_on(&vault, &["summarize", "Field guide"]));
+    let summary = markdown_summary(&stdout, "Field guide");
+    assert!(
+        summary.read.starts_with(&format!(
+            "Read 8 of 8 sections ({},{:03} words).",
+            words / 1000,
+            words % 1000
+        )),
+        "{stdout}"
+    );
+}
+
+/// A folder is summarized note by note, none combined away: the report counts the notes read,
+/// and names as giving no point exactly the notes no point is traced to.
+#[test]
+fn a_folder_is_summarized_note_by_note_and_says_which_notes_gave_points() {
+    let vault = sample_vault();
+    let output = recall_on(&vault, &["summarize", "Cells", "--json"]);
+    let json: Value = serde_json::from_str(succeeded(&output).trim()).expect("one JSON object");
+    assert_eq!(json["chunks"], 4, "{json}");
+    let read = &json["read"];
+    assert_eq!(
+        (&read["unit"], &read["read"], &read["of"]),
+        (&json!("notes"), &json!(4), &json!(4)),
+        "{json}"
+    );
+    let folder: HashSet<String> = json["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| s["uri"].as_str().expect("a uri").to_string())
+        .collect();
+    assert_eq!(folder.len(), 4, "{json}");
+    assert!(
+        folder.iter().all(|uri| uri.starts_with("note://Cells/")),
+        "{json}"
+    );
+    let traced: HashSet<String> = json["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .filter_map(|p| p["source"]["uri"].as_str().map(str::to_string))
+        .collect();
+    assert!(traced.is_subset(&folder), "{json}");
+    assert!(!traced.is_empty(), "{json}");
+    let without: HashSet<String> = read["without_points"]
+        .as_array()
+        .expect("without_points")
+        .iter()
+        .map(|s| s["uri"].as_str().expect("a uri").to_string())
+        .collect();
+    assert_eq!(
+        without,
+        folder.difference(&traced).cloned().collect::<HashSet<_>>(),
+        "{json}"
+    );
 }
 
 /// Each study grammar, compiled by llama.cpp and generated under with the real model, gives a
