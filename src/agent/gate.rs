@@ -7,7 +7,7 @@
 use std::ops::ControlFlow;
 
 use crate::facts::{self, KnownFacts};
-use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
+use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
 use crate::sources::{Source, without_copied_headers};
 use crate::support::{self, Adds};
 
@@ -158,12 +158,14 @@ impl HoldBack {
     }
 }
 
-/// Holds an answer back while all it says is the question again, citation marks and copied
-/// source headers aside ([`support::adds`]): "Jonathan's email address is [1]." A small model
-/// writes that when the sources lack what was asked (Qwen2.5-1.5B: three of the personal
-/// vault's thirteen questions it cannot answer), and it is then no answer: the turn takes it
-/// for the notes not saying. Released at the answer's first word of its own, which in an
-/// answer is usually among its first few.
+/// Holds an answer back while all it says is the question again, citation marks, copied
+/// source headers and a sentence saying the sources lack it aside ([`support::adds`],
+/// [`without_denials`]): "Jonathan's email address is [1].", "The price is not mentioned in
+/// the given sources." A small model writes that when the sources lack what was asked
+/// (Qwen2.5-1.5B: three of the personal vault's thirteen questions it cannot answer), and it is
+/// then no answer: the turn takes it for the notes not saying. A bare yes or no is held too,
+/// for its next words may be the sources' lack. Released at the answer's third word of its
+/// own ([`support::adds`]'s claim), which in an answer is usually among its first few.
 pub(super) struct Restating<'a> {
     question: &'a str,
     /// The answer instruction the question stands in; `None` (no sources): nothing is held.
@@ -197,8 +199,10 @@ impl<'a> Restating<'a> {
         let judged = self
             .held
             .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
-        let own = without_copied_headers(judged, self.sources);
-        if judged.trim().is_empty() || support::adds(self.question, asked, &own) == Adds::Nothing {
+        let own = without_denials(&without_copied_headers(judged, self.sources));
+        // A bare yes or no is held too: "… is not" may go on "mentioned in the sources".
+        if judged.trim().is_empty() || support::adds(self.question, asked, &own) != Adds::Something
+        {
             return ControlFlow::Continue(());
         }
         self.asked = None;
@@ -290,9 +294,32 @@ mod tests {
             (shown.as_str(), held),
             ("Jonathan's email address is jon@example.org [1].", false)
         );
-        // A yes or no is the model's own, and shown.
-        let (shown, held) = restate("Is Jonathan a friend?", &["No", ", Jonathan"]);
-        assert_eq!((shown.as_str(), held), ("No, Jonathan", false));
+        // A yes or no is held until words of its own follow it: "not" may go on "mentioned".
+        let question = "Is Jonathan a friend?";
+        let (shown, held) = restate(question, &["No", ", Jonathan"]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        let tokens = [
+            "No",
+            ", Jonathan",
+            " is a colleague",
+            " on the design team [1].",
+        ];
+        let (shown, held) = restate(question, &tokens);
+        assert_eq!(
+            (shown.as_str(), held),
+            ("No, Jonathan is a colleague on the design team [1].", false)
+        );
+        // Saying the sources lack it, in words of its own, is no answer: held to the end.
+        let question = "What's the price of Publish in euros for students?";
+        let tokens = [
+            "The price of Publish",
+            " in euros for students is",
+            " not",
+            " mentioned in",
+            " the given sources.",
+        ];
+        let (shown, held) = restate(question, &tokens);
+        assert_eq!((shown.as_str(), held), ("", true));
         // Without sources there is nothing to hold for.
         let mut hold = Restating::new(question, None, &[]);
         let mut shown = String::new();
