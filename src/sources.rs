@@ -60,13 +60,41 @@ impl Source {
     }
 
     /// `Folder › Subfolder › Title › Heading`: the label under the folders the note sits in
-    /// (read from its URI), as the answer step reads it.
+    /// (read from its URI), each day in it written in digits also spelled out
+    /// ([`with_days_spelled`]), as the answer step reads it.
     pub fn breadcrumb(&self) -> String {
+        with_days_spelled(&self.folders_and_label())
+    }
+
+    /// The label under the folders the note sits in, as written.
+    fn folders_and_label(&self) -> String {
         match note_path(&self.uri).rsplit_once('/') {
             Some((folders, _)) => format!("{} › {}", folders.replace('/', " › "), self.label()),
             None => self.label(),
         }
     }
+}
+
+/// `header` with each day it writes in digits also spelled out, as a question names it:
+/// `Journal › 2025-09-28 › Long run` → `Journal › 2025-09-28 (Sunday 28 September 2025) ›
+/// Long run`. A small model does not take a daily note's name for the day a question names
+/// in words: asked "How far did I run on 28 September 2025?" over the note 2025-09-28
+/// holding "19 km", Qwen2.5-1.5B said the notes do not say, even with that passage alone.
+pub fn with_days_spelled(header: &str) -> String {
+    let mut spelled = String::with_capacity(header.len() + 32);
+    let mut from = 0;
+    for mention in obsidian_kb::dates::mentioned(header, obsidian_kb::dates::today()) {
+        let written = &header[mention.start..mention.end];
+        let day = mention.period.from;
+        if mention.period.to != day || written.chars().any(char::is_alphabetic) {
+            continue;
+        }
+        spelled.push_str(&header[from..mention.end]);
+        let _ = write!(spelled, " ({})", day.format("%A %-d %B %Y"));
+        from = mention.end;
+    }
+    spelled.push_str(&header[from..]);
+    spelled
 }
 
 /// `Title › Heading › Subheading`, without a first heading that only repeats the title (the
@@ -164,24 +192,29 @@ fn heads_text(rest: &str) -> bool {
 
 /// The length of the longest start of `source`'s header that `text` begins with, when
 /// nothing but a colon follows it on its line; 0 if none. A header is its breadcrumb (as the
-/// answer step reads it) or its label (as a decision step does), each cut at any `›`.
+/// answer step reads it, or with its days as written) or its label (as a decision step does),
+/// each cut at any `›`.
 fn copied_header_len(text: &str, source: &Source) -> usize {
-    [source.breadcrumb(), source.label()]
-        .iter()
-        .flat_map(|header| {
-            let mut ends: Vec<usize> = header.match_indices(" › ").map(|(at, _)| at).collect();
-            ends.push(header.len());
-            ends.into_iter().map(move |end| &header[..end])
+    [
+        source.breadcrumb(),
+        source.folders_and_label(),
+        source.label(),
+    ]
+    .iter()
+    .flat_map(|header| {
+        let mut ends: Vec<usize> = header.match_indices(" › ").map(|(at, _)| at).collect();
+        ends.push(header.len());
+        ends.into_iter().map(move |end| &header[..end])
+    })
+    .filter(|start| {
+        text.strip_prefix(start).is_some_and(|after| {
+            let line = after.lines().next().unwrap_or("").trim();
+            line.is_empty() || line == ":"
         })
-        .filter(|start| {
-            text.strip_prefix(start).is_some_and(|after| {
-                let line = after.lines().next().unwrap_or("").trim();
-                line.is_empty() || line == ":"
-            })
-        })
-        .map(str::len)
-        .max()
-        .unwrap_or(0)
+    })
+    .map(str::len)
+    .max()
+    .unwrap_or(0)
 }
 
 /// A source as the user sees it after the answer.
@@ -514,6 +547,26 @@ impl Sources {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_day_written_in_digits_is_spelled_out_as_questions_name_it() {
+        assert_eq!(
+            with_days_spelled("Journal › 2025-09-28 › Long run"),
+            "Journal › 2025-09-28 (Sunday 28 September 2025) › Long run"
+        );
+        assert_eq!(
+            with_days_spelled("Meetings › 2025-07-03 Kitchen contractor visit"),
+            "Meetings › 2025-07-03 (Thursday 3 July 2025) Kitchen contractor visit"
+        );
+        // A day already in words, a month, or no date: as written.
+        for header in [
+            "Journal › 28 September 2025",
+            "Reading › March 2025",
+            "10 Example Data › Books",
+        ] {
+            assert_eq!(with_days_spelled(header), header);
+        }
+    }
 
     fn hit(uri: &str, heading: &[&str], passage: &str) -> api::SearchHit {
         api::SearchHit {

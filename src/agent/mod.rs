@@ -280,8 +280,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             signatures: Vec::new(),
         };
 
+        // What the turn searches for: the question, or a follow-up with the one it leans on.
+        let query = retrieve::searched_for(question, conversation);
         let retrieved = match &vault {
-            Some(vault) => self.open(vault, question, &tools, conversation, &mut gathered)?,
+            Some(vault) => {
+                self.open(vault, question, &query, &tools, conversation, &mut gathered)?
+            }
             None => false,
         };
 
@@ -303,7 +307,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         {
             self.retrieve(
                 vault,
-                &retrieve::wider(question),
+                &retrieve::wider(&query),
                 &tools,
                 conversation,
                 &mut gathered,

@@ -44,7 +44,7 @@ const LEANING_TERMS: usize = 1;
 /// conversation (few words of its own, after an earlier question) with the earlier question
 /// before it, so that "And on Plus?" is searched as the plan it asks about. A question with
 /// words enough stands alone: it may change the subject.
-fn searched_for(question: &str, conversation: &[Message]) -> String {
+pub(super) fn searched_for(question: &str, conversation: &[Message]) -> String {
     let own = Tokenizer::default().query_terms(question).len();
     // The conversation ends with this question; the one before is the earlier user message.
     let earlier = conversation
@@ -82,8 +82,12 @@ fn day_talked_about(conversation: &[Message], today: NaiveDate) -> Option<Period
 /// Characters of the earlier question a leaning one is searched with.
 const EARLIER_CHARS: usize = 300;
 
-/// Passages of each note about the period a question names that the dated search shows.
+/// Passages of each note about the period a question names that the dated search shows, and
+/// characters of each after the first: a day's notes are few and short, and what a question
+/// asks of a day is often in a line sharing no word with it ("How much did I spend on 3
+/// March?": `spent:: 42.80`, left out of a 100-character excerpt).
 const DATED_PASSAGES: usize = 3;
+const DATED_EXCERPT_CHARS: usize = WIDENED_EXCERPT_CHARS;
 
 /// An opening search: the question as asked, its best `limit` passages, within `period`
 /// when there is one.
@@ -93,17 +97,21 @@ fn opening(question: &str, limit: usize, period: Option<Period>) -> api::SearchP
         limit: Some(limit),
         // The notes about the day asked for are most of what answers: more of each.
         passages: period.map(|_| DATED_PASSAGES),
-        excerpt: Some(OPENING_EXCERPT_CHARS),
+        excerpt: Some(match period {
+            Some(_) => DATED_EXCERPT_CHARS,
+            None => OPENING_EXCERPT_CHARS,
+        }),
         from: period.map(|p| p.from.to_string()),
         to: period.map(|p| p.to.to_string()),
         ..api::SearchParams::default()
     }
 }
 
-/// The wider search: further passages of the leading notes.
-pub(super) fn wider(question: &str) -> api::SearchParams {
+/// The wider search: further passages of the leading notes, for what the opening searched
+/// (`query`: a follow-up with the question it leans on).
+pub(super) fn wider(query: &str) -> api::SearchParams {
     api::SearchParams {
-        query: question.to_string(),
+        query: query.to_string(),
         limit: Some(WIDENED_NOTES),
         passages: Some(WIDENED_PASSAGES),
         excerpt: Some(WIDENED_EXCERPT_CHARS),
@@ -121,23 +129,23 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         &mut self,
         vault: &VaultTools,
         question: &str,
+        query: &str,
         tools: &[ToolSpec],
         conversation: &mut Vec<Message>,
         gathered: &mut Gathered,
     ) -> Result<bool, AgentError> {
-        let query = searched_for(question, conversation);
         let today = self.options.today;
         let mut ran = false;
         let period = dates::period_named(question, today)
             .or_else(|| dates::after_anchor(question, day_talked_about(conversation, today)?))
-            .or_else(|| dates::period_named(&query, today));
+            .or_else(|| dates::period_named(query, today));
         if let Some(period) = period {
-            let dated = opening(&query, RETRIEVED_PASSAGES, Some(period));
+            let dated = opening(query, RETRIEVED_PASSAGES, Some(period));
             ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
         }
         let room = RETRIEVED_PASSAGES.saturating_sub(gathered.sources.list().len());
         if room > 0 {
-            let plain = opening(&query, room, None);
+            let plain = opening(query, room, None);
             ran |= self.retrieve(vault, &plain, tools, conversation, gathered)?;
         }
         Ok(ran)

@@ -1235,7 +1235,7 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
     assert!(searches[1].calls[0].arguments.get("from").is_none());
     assert_eq!(cited_uris(&turn), ["note://Daily/2021-05-11"]);
     assert!(
-        model.prompts[0].contains("[1] Daily › 2021-05-11\n"),
+        model.prompts[0].contains("[1] Daily › 2021-05-11 (Tuesday 11 May 2021)\n"),
         "{}",
         model.prompts[0]
     );
