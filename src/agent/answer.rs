@@ -13,12 +13,12 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use super::cite::{OpeningSources, unattributed};
-use super::gate::{FactGate, Restating};
+use super::gate::{FactGate, Restating, adds_own};
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};
-use crate::language::{Language, answer_lines, says_notes_lack_it, without_denials};
+use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Sources, cited_numbers, without_copied_headers};
@@ -102,10 +102,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // The answer less the source headers it copied: their words are not its own, and
         // their marks cite nothing.
         let own = without_copied_headers(&answer, sources.list());
-        // Judged without the sentences saying, in its own words, that the sources lack it: an
-        // answer of only those and the question is the notes not saying.
+        // An answer saying only the question and that the sources lack it is the notes not
+        // saying.
         let adds = match instruction.as_deref() {
-            Some(asked) if !notes_lack_it => support::adds(question, asked, &without_denials(&own)),
+            Some(asked) if !notes_lack_it => adds_own(question, asked, &answer, sources.list()),
             _ => Adds::Something,
         };
         let lines = answer_lines(language);
@@ -199,7 +199,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let made_up = known_facts(&messages, sources, question).unsupported(&own);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
-            && support::adds(question, &instruction, &without_denials(&own)) == Adds::Something
+            && adds_own(question, &instruction, answer, &sources.list()[..1]) == Adds::Something
             && share >= REREAD_HELD_SHARE
             && made_up.is_empty();
         if !counts {

@@ -4,7 +4,10 @@
 //! only "the notes do not say" (so the turn can look further before anyone reads it). The
 //! answer step streams through all three. Pure: text in, text out.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
+
+use obsidian_kb::search::Tokenizer;
 
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
@@ -199,9 +202,9 @@ impl<'a> Restating<'a> {
         let judged = self
             .held
             .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
-        let own = without_denials(&without_copied_headers(judged, self.sources));
         // A bare yes or no is held too: "… is not" may go on "mentioned in the sources".
-        if judged.trim().is_empty() || support::adds(self.question, asked, &own) != Adds::Something
+        if judged.trim().is_empty()
+            || adds_own(self.question, asked, judged, self.sources) != Adds::Something
         {
             return ControlFlow::Continue(());
         }
@@ -221,6 +224,36 @@ impl<'a> Restating<'a> {
     pub(super) fn held_all(&self) -> bool {
         self.asked.is_some() && !self.held.trim().is_empty()
     }
+}
+
+/// What `answer` adds to `question` ([`support::adds`], `asked` the instruction it stands in)
+/// in words of its own: less the source headers it copied, the sentences saying its sources
+/// lack it ([`without_denials`]), and the rest of a name the question gives in part that is a
+/// source's title ("Kenji" asked: "The phone number of Kenji Watanabe is [1]." adds nothing).
+pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
+    let own = without_denials(&without_copied_headers(answer, sources));
+    let subjects = subject_titles(question, sources);
+    if subjects.is_empty() {
+        return support::adds(question, asked, &own);
+    }
+    support::adds(question, &format!("{asked}\n{subjects}"), &own)
+}
+
+/// The titles of `sources` that share a search term with `question`, one a line.
+fn subject_titles(question: &str, sources: &[Source]) -> String {
+    let mut tokenizer = Tokenizer::default();
+    let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
+    let mut titles: Vec<&str> = Vec::new();
+    for source in sources {
+        let named = tokenizer
+            .query_terms(&source.title)
+            .iter()
+            .any(|term| asked.contains(term));
+        if named && !titles.contains(&source.title.as_str()) {
+            titles.push(&source.title);
+        }
+    }
+    titles.join("\n")
 }
 
 /// A letter or digit of a script that spaces its words (those below the CJK blocks).
@@ -276,6 +309,37 @@ mod tests {
             });
         }
         (shown, hold.held_all())
+    }
+
+    #[test]
+    fn the_rest_of_a_name_the_question_gives_in_part_is_no_word_of_the_answer_s_own() {
+        let source = |title: &str| Source {
+            number: 1,
+            uri: format!("note://People/{title}"),
+            title: title.to_string(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: "email: kenji@brightloop.dev\nphone:".to_string(),
+            passage: String::new(),
+        };
+        let sources = [source("Kenji Watanabe"), source("Anna Berg")];
+        let question = "Kenji's phone number?";
+        let asked = format!("Answer from the numbered sources: {question}");
+        let adds = |answer: &str| adds_own(question, &asked, answer, &sources);
+        assert_eq!(
+            adds("The phone number of Kenji Watanabe is [1]."),
+            Adds::Nothing
+        );
+        assert_eq!(
+            adds("Kenji Watanabe's phone number is not mentioned."),
+            Adds::Nothing
+        );
+        // A title the question does not name is words of the answer's own.
+        assert_eq!(adds("Ask Anna Berg for it [2]."), Adds::Something);
+        assert_eq!(
+            adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
+            Adds::Something
+        );
     }
 
     #[test]
