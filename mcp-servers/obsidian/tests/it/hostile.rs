@@ -41,7 +41,7 @@ impl Raw {
     /// The server run by `command` (the binary, or a wrapper that runs it).
     fn spawn_with(mut command: Command, vault: &Path, stderr_log: &Path) -> Self {
         let log = std::fs::File::create(stderr_log).unwrap();
-        common::without_hub_cache(&mut command, stderr_log.parent().expect("a log folder"));
+        common::without_found_models(&mut command, stderr_log.parent().expect("a log folder"));
         let mut child = command
             .arg("--vault")
             .arg(vault)
@@ -613,7 +613,7 @@ fn http_refuses_addresses_beyond_loopback_and_names_the_mistake() {
         ("127.0.0.1", "expected HOST:PORT"),
     ] {
         let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
-        common::without_hub_cache(&mut command, vault.path());
+        common::without_found_models(&mut command, vault.path());
         let out = command
             .arg("--vault")
             .arg(vault.path())
@@ -891,7 +891,7 @@ fn an_embedding_model_that_is_no_gguf_is_refused_at_start() {
     let not_a_model = d.tmp.path().join("model.gguf");
     std::fs::write(&not_a_model, "just some text, not a model\n").unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
-    common::without_hub_cache(&mut command, d.tmp.path());
+    common::without_found_models(&mut command, d.tmp.path());
     let out = command
         .arg("--vault")
         .arg(&d.vault)

@@ -21,7 +21,7 @@ impl HttpServer {
         std::fs::create_dir(&vault).unwrap();
         std::fs::write(vault.join("Home.md"), "# Home\n\nhello\n").unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-kb"));
-        common::without_hub_cache(&mut command, dir.path());
+        common::without_found_models(&mut command, dir.path());
         let mut child = command
             .arg("--vault")
             .arg(&vault)

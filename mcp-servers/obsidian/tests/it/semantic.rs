@@ -110,7 +110,7 @@ impl Setup {
             .arg("--embedding-wait-ms")
             .arg("600000")
             .env("RUST_LOG", "info,obsidian_kb=debug");
-        common::without_hub_cache(cmd.as_std_mut(), self.dir.path());
+        common::without_found_models(cmd.as_std_mut(), self.dir.path());
         if let Some(model) = model {
             cmd.arg("--embedding-model").arg(model);
         }
@@ -407,6 +407,36 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// With no model named, the server takes the one recall gives its bundled server, from a local
+/// models folder, before a default in the Hugging Face cache: a vault searches alike from any
+/// client. The log says which model it uses.
+#[tokio::test]
+async fn with_no_model_named_a_local_models_folder_comes_first() {
+    let setup = Setup::new();
+    let folder = setup.dir.path().join("models");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(model(), folder.join("all-MiniLM-L6-v2.gguf")).unwrap();
+    let mut cmd = setup.command(None);
+    cmd.env("RECALL_MODELS_DIR", &folder);
+    let c = setup.connect(0, cmd).await;
+    let out = search(&c, PARAPHRASES[0].0).await;
+    assert_eq!(out["ranking"], "hybrid", "{out:?}");
+    assert!(
+        hit_uris(&out).contains(&PARAPHRASES[0].1.to_string()),
+        "{out:?}"
+    );
+    assert_eq!(
+        status(&c).await["embedding"]["model"],
+        "all-MiniLM-L6-v2.gguf"
+    );
+    c.cancel().await.unwrap();
+    let log = setup.log_text(0);
+    assert!(
+        log.contains("search by words and by meaning, with all-MiniLM-L6-v2.gguf"),
+        "{log}"
+    );
+}
+
 /// `--embedding-model hf:OWNER/REPO/FILE` or an alias names a file in the shared Hugging Face
 /// cache (where `recall` or `huggingface-cli` put it), and with no model named the default is
 /// used when it is there. The server itself never downloads: with the hub unreachable it runs
@@ -551,7 +581,7 @@ async fn search_is_by_words_until_the_vault_is_embedded_and_a_stop_keeps_the_vec
             .arg("--embedding-model")
             .arg(model())
             .env("RUST_LOG", "info,obsidian_kb=debug");
-        common::without_hub_cache(cmd.as_std_mut(), setup.dir.path());
+        common::without_found_models(cmd.as_std_mut(), setup.dir.path());
         cmd
     };
 
