@@ -131,6 +131,8 @@ pub struct AnswerLines {
     /// Instead of an answer that stated facts found in no source (`{}`: those facts): it
     /// holds the sentence of [`NOTES_LACK_IT`] for the language.
     pub made_up: &'static str,
+    /// Before the items of a list the answer left out (`{}`: the source's mark, `[2]`).
+    pub rest_of_list: &'static str,
 }
 
 /// The answer lines for a question in `language` (`None`: English).
@@ -144,6 +146,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "No note matched the question.",
             notes_lack_it: "The notes do not say.",
             made_up: "The notes do not say: none of them gives {}.",
+            rest_of_list: "Also in that list {}:",
         },
         Some(Language::Chinese) => &AnswerLines {
             no_answer: "模型没有写出回答。",
@@ -153,6 +156,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "没有与问题相符的笔记。",
             notes_lack_it: "笔记中没有说明。",
             made_up: "笔记中没有说明：没有笔记给出 {}。",
+            rest_of_list: "该列表 {} 中还有：",
         },
         Some(Language::Japanese) => &AnswerLines {
             no_answer: "モデルは回答を書きませんでした。",
@@ -162,6 +166,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "質問に合うノートはありませんでした。",
             notes_lack_it: "ノートには書かれていません。",
             made_up: "ノートには書かれていません：{} を示すノートはありません。",
+            rest_of_list: "そのリスト {} には他に：",
         },
         Some(Language::Korean) => &AnswerLines {
             no_answer: "모델이 답변을 작성하지 않았습니다.",
@@ -171,6 +176,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "질문과 일치하는 노트가 없습니다.",
             notes_lack_it: "노트에 나와 있지 않습니다.",
             made_up: "노트에 나와 있지 않습니다: {}을(를) 알려 주는 노트가 없습니다.",
+            rest_of_list: "그 목록 {}에는 또:",
         },
     }
 }

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod facts;
 pub mod grammar;
 pub mod language;
+pub mod lists;
 pub mod markup;
 pub mod mcp;
 pub mod parse;

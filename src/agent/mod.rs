@@ -46,6 +46,8 @@ use crate::engine::{
     CancellationToken, Cancelled, ChatModel, Completion, EngineError, GenerateRequest,
     GenerationStats, Sampling,
 };
+use crate::language::{Language, answer_lines};
+use crate::lists;
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::sources::{Citation, Claim, Sources};
 use crate::tool::{ToolCall, ToolHost, ToolRoute};
@@ -441,6 +443,24 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
     }
 }
 
+/// After an answer that names some items of a list in a source it cites, the items it left
+/// out, as the note writes them ([`crate::lists`]); empty when there are none.
+fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], question: &str) -> String {
+    let found = citations.iter().filter(|c| c.cited).find_map(|c| {
+        let source = sources.list().iter().find(|s| s.number == c.number)?;
+        let rest = lists::left_out(answer, &source.passage);
+        (!rest.is_empty()).then_some((c.number, rest))
+    });
+    let Some((number, rest)) = found else {
+        return String::new();
+    };
+    let lead = answer_lines(Language::of(question))
+        .rest_of_list
+        .replace("{}", &format!("[{number}]"));
+    let items: Vec<String> = rest.iter().map(|item| format!("- {item}")).collect();
+    format!("\n\n{lead}\n{}", items.join("\n"))
+}
+
 /// The turn after its answer: the answer's steps recorded, the answer kept in the
 /// conversation, citations read from it. An answer that the notes do not say is followed by
 /// the passages the search found closest, quoted (the model may have missed the answer in
@@ -488,6 +508,17 @@ fn finish(
         });
         sources.citations(question, &answer[quote_at.unwrap_or(0)..], opening)
     };
+    let rest = match notes_lack_it || quote_at.is_some() {
+        true => String::new(),
+        false => rest_of_list(&answer, &sources, &citations, question),
+    };
+    if !rest.is_empty() {
+        let _ = on_text(&rest);
+        answer.push_str(&rest);
+        if let Some(said) = conversation.last_mut() {
+            said.content.clone_from(&answer);
+        }
+    }
     Turn {
         citations,
         answer,

@@ -1202,6 +1202,42 @@ fn a_follow_up_naming_the_next_day_is_searched_within_it() {
     }
 }
 
+/// An answer naming some items of a list in the source it cites is followed by the items it
+/// left out, as the note writes them, and the conversation keeps them; an answer naming all
+/// of them, or one, stands as written.
+#[test]
+fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(&vault).unwrap();
+    std::fs::write(
+        vault.join("Gift ideas.md"),
+        "# Gift ideas\n\nFor Mum:\n\n- gardening gloves (size M)\n\
+         - the new Camilla Läckberg paperback\n- theatre tickets for the two of us\n",
+    )
+    .unwrap();
+    let rig = rig(&vault);
+    let answer = "Mum would like the new Camilla Läckberg paperback or theatre tickets [1].";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for mum?");
+    assert_eq!(
+        turn.answer,
+        format!("{answer}\n\nAlso in that list [1]:\n- gardening gloves (size M)")
+    );
+    assert!(!turn.fallback);
+    assert_eq!(cited_uris(&turn), ["note://Gift ideas"]);
+    assert_eq!(conversation.last().unwrap().content, turn.answer);
+
+    for answer in [
+        "Gardening gloves, the Camilla Läckberg paperback or theatre tickets [1].",
+        "Theatre tickets for the two of you [1].",
+    ] {
+        let mut model = ScriptedModel::new([answer], 8192);
+        let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for mum?");
+        assert_eq!(turn.answer, answer);
+    }
+}
+
 /// A question naming a day is searched within it first (relative days counted from the
 /// options' `today`), and the question as asked fills the passages left; a period no note is
 /// about leaves no trace in the conversation.

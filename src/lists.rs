@@ -1,0 +1,122 @@
+//! Lists whole: the items of a list in a cited passage that an answer left out.
+//!
+//! Asked for several things ("gift ideas for mum?", "who was in the budget review?"), a small
+//! model names some items of the list that holds them and stops (Qwen2.5-1.5B on a personal
+//! vault: two of three gift ideas, two of three people). An answer that names at least two
+//! items of one list is about that list, so Recall quotes the items it left out after it, as
+//! the note writes them. Pure.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use obsidian_kb::search::Tokenizer;
+use regex::Regex;
+
+use crate::markup;
+
+/// Most items a list may have for its rest to be quoted: a longer one is a log or an index,
+/// not the answer to a question.
+const MAX_ITEMS: usize = 15;
+
+/// Least items of a list an answer must name to be taken as about that list.
+const NAMED_ITEMS: usize = 2;
+
+/// The lists of `passage`: each run of bullet, numbered or task lines (indented ones
+/// included), as the items' text without their markers.
+fn lists(passage: &str) -> Vec<Vec<String>> {
+    static ITEM: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[.\]\s+)?(.*\S)").expect("valid regex")
+    });
+    let mut lists: Vec<Vec<String>> = Vec::new();
+    let mut in_list = false;
+    for line in passage.lines() {
+        match ITEM.captures(line) {
+            Some(item) => {
+                if !in_list {
+                    lists.push(Vec::new());
+                    in_list = true;
+                }
+                let text = markup::plain(&item[1]);
+                if let Some(list) = lists.last_mut() {
+                    list.push(text.trim().to_string());
+                }
+            }
+            None => in_list = false,
+        }
+    }
+    lists
+}
+
+/// Whether `answer` (its terms) names the item of `terms`: its first two terms, or at least
+/// half of them.
+fn named(terms: &[String], answer: &HashSet<String>) -> bool {
+    if terms.is_empty() {
+        return false;
+    }
+    let held = terms.iter().filter(|t| answer.contains(*t)).count();
+    terms.iter().take(2).all(|t| answer.contains(t)) || held * 2 >= terms.len()
+}
+
+/// The items of the first list of `passage` that `answer` is about (it names at least two of
+/// its items) and leaves some out: those it leaves out, in the list's order. Empty when no
+/// list is so.
+pub fn left_out(answer: &str, passage: &str) -> Vec<String> {
+    let mut tokenizer = Tokenizer::default();
+    let said: HashSet<String> = tokenizer.query_terms(answer).into_iter().collect();
+    for list in lists(passage) {
+        if list.len() > MAX_ITEMS {
+            continue;
+        }
+        let (named_items, rest): (Vec<&String>, Vec<&String>) = list
+            .iter()
+            .partition(|item| named(&tokenizer.query_terms(item), &said));
+        if named_items.len() >= NAMED_ITEMS && !rest.is_empty() {
+            return rest.into_iter().cloned().collect();
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIFTS: &str = "Ideas for Mum's birthday:\n\n\
+        - gardening gloves (size M, green)\n\
+        - the new Camilla Läckberg paperback\n\
+        - theatre tickets for the two of us\n\n\
+        For Dad:\n- a good bread knife\n";
+
+    #[test]
+    fn the_items_an_answer_left_out_of_the_list_it_names_are_found() {
+        let answer = "The new Camilla Läckberg paperback is a great gift for Mum. Theatre \
+                      tickets for the two of us are also a good idea. [1]";
+        assert_eq!(
+            left_out(answer, GIFTS),
+            ["gardening gloves (size M, green)"]
+        );
+        // Every item named: nothing left out.
+        let whole = "Gardening gloves, the Camilla Läckberg paperback or theatre tickets [1].";
+        assert!(left_out(whole, GIFTS).is_empty());
+        // One item named is no sign the list was asked for.
+        assert!(left_out("Gardening gloves [1].", GIFTS).is_empty());
+    }
+
+    #[test]
+    fn tasks_and_numbered_items_are_lists_and_links_read_as_text() {
+        let passage = "## Action items\n\
+            - [x] Elif: estimate for booking form API by 21 March\n\
+            - [ ] Lena: decide on the booking provider\n\
+            - [ ] [[Anna Berg|Anna]]: send updated quote to Wouter\n";
+        let answer = "Elif estimates the booking form API and Lena decides on the provider [1].";
+        assert_eq!(
+            left_out(answer, passage),
+            ["Anna: send updated quote to Wouter"]
+        );
+        let numbered = "1. flour\n2. eggs\n3. milk\n";
+        assert_eq!(left_out("Flour and eggs [1].", numbered), ["milk"]);
+        // A long list is a log, not an answer's list.
+        let long: String = (0..20).map(|i| format!("- item{i} thing{i}\n")).collect();
+        assert!(left_out("item1 thing1 and item2 thing2", &long).is_empty());
+    }
+}
