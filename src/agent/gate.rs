@@ -6,8 +6,10 @@
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
+use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
+use regex::Regex;
 
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
@@ -230,13 +232,68 @@ impl<'a> Restating<'a> {
 /// in words of its own: less the source headers it copied, the sentences saying its sources
 /// lack it ([`without_denials`]), and the rest of a name the question gives in part that is a
 /// source's title ("Kenji" asked: "The phone number of Kenji Watanabe is [1]." adds nothing).
+/// An answer without the kind of fact the question asks for by name ([`Wanted`]) adds
+/// nothing either: "Marco's email is +31 6 2290 1184." is no email address.
 pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
     let own = without_denials(&without_copied_headers(answer, sources));
+    if Wanted::in_question(question).is_some_and(|wanted| !wanted.held_in(&own)) {
+        return Adds::Nothing;
+    }
     let subjects = subject_titles(question, sources);
     if subjects.is_empty() {
         return support::adds(question, asked, &own);
     }
     support::adds(question, &format!("{asked}\n{subjects}"), &own)
+}
+
+/// A kind of fact a question asks for by name, which an answer must hold to be one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
+    Email,
+    /// "Kenji's phone number?", "电话号码".
+    Phone,
+}
+
+impl Wanted {
+    /// The kind of fact `question` asks for by name, if any. Only the names of a thing a
+    /// person keeps: "Did I email Lena?" asks for no address.
+    fn in_question(question: &str) -> Option<Wanted> {
+        static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)['’]s\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
+            )
+            .expect("valid regex")
+        });
+        static PHONE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|['’]s\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
+            )
+            .expect("valid regex")
+        });
+        if EMAIL.is_match(question) {
+            Some(Wanted::Email)
+        } else if PHONE.is_match(question) {
+            Some(Wanted::Phone)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `text` holds a fact of this kind: an address with an `@` and a domain; a run
+    /// of at least seven digits and the separators phone numbers are written with.
+    fn held_in(self, text: &str) -> bool {
+        static EMAIL: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+\.").expect("valid regex"));
+        static DIGITS: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"[+(\d][\d \-().]{5,}").expect("valid regex"));
+        match self {
+            Wanted::Email => EMAIL.is_match(text),
+            Wanted::Phone => DIGITS
+                .find_iter(text)
+                .any(|run| run.as_str().bytes().filter(u8::is_ascii_digit).count() >= 7),
+        }
+    }
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
@@ -334,8 +391,31 @@ mod tests {
             adds("Kenji Watanabe's phone number is not mentioned."),
             Adds::Nothing
         );
+        // An answer without the kind of fact asked for by name is none.
+        assert_eq!(
+            adds("Kenji's phone number is kenji@brightloop.dev [1]."),
+            Adds::Nothing
+        );
+        let question = "What's Marco's email?";
+        let marco = |answer: &str| adds_own(question, &asked, answer, &sources);
+        assert_eq!(
+            marco("Marco's email is +31 6 2290 1184. [1]"),
+            Adds::Nothing
+        );
+        assert_eq!(
+            marco("Marco's email is marco@bellini.it [1]."),
+            Adds::Something
+        );
+        // Asked for no address, none is wanted.
+        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &[]);
+        assert_eq!(
+            emailed("Yes, on 3 May about the booking form [1]."),
+            Adds::Something
+        );
         // A title the question does not name is words of the answer's own.
-        assert_eq!(adds("Ask Anna Berg for it [2]."), Adds::Something);
+        let who = |answer: &str| adds_own("Who is Kenji?", &asked, answer, &sources);
+        assert_eq!(who("Kenji Watanabe [1]."), Adds::Nothing);
+        assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
         assert_eq!(
             adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
             Adds::Something
