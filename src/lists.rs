@@ -3,8 +3,8 @@
 //! Asked for several things ("gift ideas for mum?", "who was in the budget review?"), a small
 //! model names some items of the list that holds them and stops (Qwen2.5-1.5B on a personal
 //! vault: two of three gift ideas, two of three people). An answer that names at least two
-//! items of one list is about that list, so Recall quotes the items it left out after it, as
-//! the note writes them. Pure.
+//! items of one list is about that list (of several, the one it names most items of), so
+//! Recall quotes the items it left out after it, as the note writes them. Pure.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -47,34 +47,62 @@ fn lists(passage: &str) -> Vec<Vec<String>> {
     lists
 }
 
-/// Whether `answer` (its terms) names the item of `terms`: its first two terms, or at least
-/// half of them.
-fn named(terms: &[String], answer: &HashSet<String>) -> bool {
+/// The words an item is named by: its text up to the first parenthesis, colon, question
+/// mark, comma, semicolon or dash ("strawberries (hanging planter)": "strawberries").
+fn item_name(item: &str) -> &str {
+    let end = item
+        .find(['(', ':', '?', ',', ';', '—', '–'])
+        .or_else(|| item.find(" - "))
+        .unwrap_or(item.len());
+    match item[..end].trim() {
+        "" => item,
+        name => name,
+    }
+}
+
+/// Whether `answer` (its terms) names `item`: every term of its name ([`item_name`]), or
+/// at least half of all its terms.
+fn named(tokenizer: &mut Tokenizer, item: &str, answer: &HashSet<String>) -> bool {
+    let name = tokenizer.query_terms(item_name(item));
+    let terms = tokenizer.query_terms(item);
     if terms.is_empty() {
         return false;
     }
     let held = terms.iter().filter(|t| answer.contains(*t)).count();
-    terms.iter().take(2).all(|t| answer.contains(t)) || held * 2 >= terms.len()
+    (!name.is_empty() && name.iter().all(|t| answer.contains(t))) || held * 2 >= terms.len()
 }
 
-/// The items of the first list of `passage` that `answer` is about (it names at least two of
-/// its items) and leaves some out: those it leaves out, in the list's order. Empty when no
-/// list is so.
-pub fn left_out(answer: &str, passage: &str) -> Vec<String> {
+/// The list of a passage that an answer names most items of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedList {
+    /// How many of its items the answer names (at least two).
+    pub named: usize,
+    /// The items it leaves out, in the list's order (perhaps none).
+    pub left_out: Vec<String>,
+}
+
+/// The list of `passage` (of at most [`MAX_ITEMS`] items) that `answer` names the most items
+/// of, when it names at least two of one; the first of those that tie.
+pub fn named_list(answer: &str, passage: &str) -> Option<NamedList> {
     let mut tokenizer = Tokenizer::default();
     let said: HashSet<String> = tokenizer.query_terms(answer).into_iter().collect();
+    let mut best: Option<NamedList> = None;
     for list in lists(passage) {
         if list.len() > MAX_ITEMS {
             continue;
         }
         let (named_items, rest): (Vec<&String>, Vec<&String>) = list
             .iter()
-            .partition(|item| named(&tokenizer.query_terms(item), &said));
-        if named_items.len() >= NAMED_ITEMS && !rest.is_empty() {
-            return rest.into_iter().cloned().collect();
+            .partition(|item| named(&mut tokenizer, item, &said));
+        let better = best.as_ref().is_none_or(|b| named_items.len() > b.named);
+        if named_items.len() >= NAMED_ITEMS && better {
+            best = Some(NamedList {
+                named: named_items.len(),
+                left_out: rest.into_iter().cloned().collect(),
+            });
         }
     }
-    Vec::new()
+    best
 }
 
 #[cfg(test)]
@@ -86,6 +114,10 @@ mod tests {
         - the new Camilla Läckberg paperback\n\
         - theatre tickets for the two of us\n\n\
         For Dad:\n- a good bread knife\n";
+
+    fn left_out(answer: &str, passage: &str) -> Vec<String> {
+        named_list(answer, passage).map_or(Vec::new(), |list| list.left_out)
+    }
 
     #[test]
     fn the_items_an_answer_left_out_of_the_list_it_names_are_found() {
@@ -100,6 +132,17 @@ mod tests {
         assert!(left_out(whole, GIFTS).is_empty());
         // One item named is no sign the list was asked for.
         assert!(left_out("Gardening gloves [1].", GIFTS).is_empty());
+        // An item is named by the words before its details.
+        let balcony = "- Sungold tomatoes (2 plants, in the big pots)\n- basil\n\
+                       - strawberries (hanging planter)\n";
+        let answer = "Sungold tomatoes, basil and strawberries [1].";
+        assert_eq!(
+            named_list(answer, balcony),
+            Some(NamedList {
+                named: 3,
+                left_out: Vec::new()
+            })
+        );
     }
 
     #[test]

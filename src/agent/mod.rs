@@ -444,16 +444,26 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
 }
 
 /// After an answer that names some items of a list in a source it cites, the items it left
-/// out, as the note writes them ([`crate::lists`]); empty when there are none.
+/// out of the list it names most of, as the note writes them ([`crate::lists`]); empty when
+/// there are none.
 fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], question: &str) -> String {
-    let found = citations.iter().filter(|c| c.cited).find_map(|c| {
-        let source = sources.list().iter().find(|s| s.number == c.number)?;
-        let rest = lists::left_out(answer, &source.passage);
-        (!rest.is_empty()).then_some((c.number, rest))
-    });
-    let Some((number, rest)) = found else {
+    // The list the answer names most items of, among the sources it cites (the first of a
+    // tie): an answer drawing on several lists is about the one it names most of.
+    let mut best: Option<(usize, lists::NamedList)> = None;
+    for citation in citations.iter().filter(|c| c.cited) {
+        let Some(source) = sources.list().iter().find(|s| s.number == citation.number) else {
+            continue;
+        };
+        if let Some(list) = lists::named_list(answer, &source.passage)
+            && best.as_ref().is_none_or(|(_, b)| list.named > b.named)
+        {
+            best = Some((citation.number, list));
+        }
+    }
+    let Some((number, list)) = best.filter(|(_, list)| !list.left_out.is_empty()) else {
         return String::new();
     };
+    let rest = list.left_out;
     let lead = answer_lines(Language::of(question))
         .rest_of_list
         .replace("{}", &format!("[{number}]"));
