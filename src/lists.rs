@@ -81,14 +81,18 @@ pub struct NamedList {
     pub left_out: Vec<String>,
 }
 
-/// The list of `passage` (of at most [`MAX_ITEMS`] items) that `answer` names the most items
-/// of, when it names at least two of one; the first of those that tie.
+/// The list of `passage` (of at most [`MAX_ITEMS`] items, not most of them sentences) that
+/// `answer` names the most items of, when it names at least two of one; the first of those
+/// that tie.
 pub fn named_list(answer: &str, passage: &str) -> Option<NamedList> {
     let mut tokenizer = Tokenizer::default();
     let said: HashSet<String> = tokenizer.query_terms(answer).into_iter().collect();
     let mut best: Option<NamedList> = None;
     for list in lists(passage) {
-        if list.len() > MAX_ITEMS {
+        // Items that are sentences are steps or notes, not things asked for ("1. Soften the
+        // onion, 10 min."): the rest of a method is no answer to "What spices go in it?".
+        let sentences = list.iter().filter(|item| item.ends_with('.')).count();
+        if list.len() > MAX_ITEMS || sentences * 2 > list.len() {
             continue;
         }
         let (named_items, rest): (Vec<&String>, Vec<&String>) = list
@@ -158,6 +162,10 @@ mod tests {
         );
         let numbered = "1. flour\n2. eggs\n3. milk\n";
         assert_eq!(left_out("Flour and eggs [1].", numbered), ["milk"]);
+        // Steps written as sentences are no list of things.
+        let method = "1. Soften onion and peppers, 10 min.\n2. Garlic and spices, 1 min.\n\
+                      3. Tomatoes in, simmer 20 minutes.\n4. Feta on top. Serve.\n";
+        assert!(left_out("Garlic, spices and tomatoes [1].", method).is_empty());
         // A long list is a log, not an answer's list.
         let long: String = (0..20).map(|i| format!("- item{i} thing{i}\n")).collect();
         assert!(left_out("item1 thing1 and item2 thing2", &long).is_empty());
