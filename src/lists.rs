@@ -47,11 +47,12 @@ fn lists(passage: &str) -> Vec<Vec<String>> {
     lists
 }
 
-/// The words an item is named by: its text up to the first parenthesis, colon, question
-/// mark, comma, semicolon or dash ("strawberries (hanging planter)": "strawberries").
+/// The words an item is named by: its text up to the first bracket, parenthesis, colon,
+/// question mark, comma, semicolon or dash ("strawberries (hanging planter)": "strawberries";
+/// "1 can of peas [best-before:: 2025-06-30]": "1 can of peas").
 fn item_name(item: &str) -> &str {
     let end = item
-        .find(['(', ':', '?', ',', ';', '—', '–'])
+        .find(['(', '[', ':', '?', ',', ';', '—', '–'])
         .or_else(|| item.find(" - "))
         .unwrap_or(item.len());
     match item[..end].trim() {
@@ -60,16 +61,15 @@ fn item_name(item: &str) -> &str {
     }
 }
 
-/// Whether `answer` (its terms) names `item`: every term of its name ([`item_name`]), or
-/// at least half of all its terms.
+/// Whether `answer` (its terms) names `item`: at least half the terms of its name
+/// ([`item_name`]), or of all its terms. Lenient on purpose: an item taken for named is only
+/// not quoted again, one taken for left out is quoted after an answer that named it.
 fn named(tokenizer: &mut Tokenizer, item: &str, answer: &HashSet<String>) -> bool {
-    let name = tokenizer.query_terms(item_name(item));
-    let terms = tokenizer.query_terms(item);
-    if terms.is_empty() {
-        return false;
-    }
-    let held = terms.iter().filter(|t| answer.contains(*t)).count();
-    (!name.is_empty() && name.iter().all(|t| answer.contains(t))) || held * 2 >= terms.len()
+    let half_held = |terms: Vec<String>| {
+        let held = terms.iter().filter(|t| answer.contains(*t)).count();
+        !terms.is_empty() && held * 2 >= terms.len()
+    };
+    half_held(tokenizer.query_terms(item_name(item))) || half_held(tokenizer.query_terms(item))
 }
 
 /// The list of a passage that an answer names most items of.
@@ -162,6 +162,13 @@ mod tests {
         );
         let numbered = "1. flour\n2. eggs\n3. milk\n";
         assert_eq!(left_out("Flour and eggs [1].", numbered), ["milk"]);
+        // Inline fields are no part of an item's name.
+        let pantry = "- 1 can of peas [best-before:: 2025-06-30]\n\
+                      - 2 jars of mushrooms [best-before:: 2025-10-01]\n- 1 kg rice\n";
+        assert_eq!(
+            left_out("1 can of peas and 2 jars of mushrooms", pantry),
+            ["1 kg rice"]
+        );
         // Steps written as sentences are no list of things.
         let method = "1. Soften onion and peppers, 10 min.\n2. Garlic and spices, 1 min.\n\
                       3. Tomatoes in, simmer 20 minutes.\n4. Feta on top. Serve.\n";
