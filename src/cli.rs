@@ -227,8 +227,32 @@ pub struct DeckArgs {
 /// What a study command (`summarize`, `quiz`) works on.
 #[derive(Debug, Args, Clone)]
 pub struct StudyTarget {
-    /// A note URI or name, a folder, or a search query.
-    pub target: String,
+    /// A note URI or name, a folder, a period ("last week", "September 2025", "2025-09-28")
+    /// or a search query.
+    #[arg(required_unless_present_any = ["from", "to"])]
+    pub target: Option<String>,
+    /// Only notes about a day from this one on: 2025-09-01, a month (2025-09) or a year.
+    #[arg(long, value_name = "DATE", value_parser = first_day)]
+    pub from: Option<chrono::NaiveDate>,
+    /// Only notes about a day up to this one, included: 2025-09-30, 2025-09 or 2025.
+    #[arg(long, value_name = "DATE", value_parser = last_day)]
+    pub to: Option<chrono::NaiveDate>,
+}
+
+/// `--from`: a day, or the first day of a month or a year.
+fn first_day(text: &str) -> Result<chrono::NaiveDate, String> {
+    day_bound(text, false)
+}
+
+/// `--to`: a day, or the last day of a month or a year.
+fn last_day(text: &str) -> Result<chrono::NaiveDate, String> {
+    day_bound(text, true)
+}
+
+fn day_bound(text: &str, end: bool) -> Result<chrono::NaiveDate, String> {
+    obsidian_kb::dates::Period::parse_bound(text, end).ok_or_else(|| {
+        "not a date: give a day as 2025-09-28, a month as 2025-09 or a year as 2025".to_string()
+    })
 }
 
 /// The commands.

@@ -71,7 +71,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         } => commands::mcp_vault_server(vault, embedding_model),
         Command::Ask { question, run } => commands::ask(&global, &run, &question),
         Command::Chat { resume, run } => chat::run(&global, &run, resume.as_deref()),
-        Command::Summarize { target, run } => study::summarize(&global, &run, &target.target),
+        Command::Summarize { target, run } => {
+            study::summarize(&global, &run, &study_scope(target, &run)?)
+        }
         Command::Quiz {
             target,
             count,
@@ -84,7 +86,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             &global,
             &run,
             &study::QuizRequest {
-                target: target.target,
+                scope: study_scope(target, &run)?,
                 count,
                 format,
                 interactive,
@@ -124,6 +126,29 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
 /// Logs go to stderr; stdout carries answers (and, for the vault server, the MCP protocol).
 /// llama.cpp's own logs arrive through `tracing` at debug level, so they stay hidden unless
 /// `--verbose` or `RUST_LOG` asks for them.
+/// What a study command works on, from its flags: relative periods count from `--today`.
+fn study_scope(target: cli::StudyTarget, run: &cli::RunArgs) -> anyhow::Result<study::Scope> {
+    let period = match (target.from, target.to) {
+        (None, None) => None,
+        (from, to) => Some(obsidian_kb::dates::Period {
+            from: from.unwrap_or(chrono::NaiveDate::MIN),
+            to: to.unwrap_or(chrono::NaiveDate::MAX),
+        }),
+    };
+    if let Some(period) = period.filter(|p| p.from > p.to) {
+        anyhow::bail!(
+            "--from ({}) is after --to ({}); give the earlier day as --from",
+            period.from,
+            period.to
+        );
+    }
+    Ok(study::Scope {
+        target: target.target.unwrap_or_default(),
+        period,
+        today: run.agent.today.unwrap_or_else(obsidian_kb::dates::today),
+    })
+}
+
 fn init_logging(verbose: bool, server: bool) {
     use tracing_subscriber::EnvFilter;
     let default = if verbose {

@@ -1,9 +1,9 @@
 //! `recall summarize`, `recall quiz` and `recall review`: study aids over the vault. This file
 //! holds the commands and what they share ([`StudyJob`]: servers, notes, model, transcript).
 //!
-//! Data flows one way: the target (a note, a folder or a search query) becomes notes through the
-//! vault server's tools ([`target`]), the notes become pieces that fit a prompt ([`chunk`]) and
-//! a long note the parts a summary reads it in ([`parts`]),
+//! Data flows one way: the target (a note, a folder, a period or a search query) becomes notes
+//! through the vault server's tools ([`target`]), the notes become pieces that fit a prompt
+//! ([`chunk`]) and a long note the parts a summary reads it in ([`parts`]),
 //! prompts are rendered from `prompts/study/` and generated under a grammar ([`writer`]) into
 //! summaries ([`summarize`], each point traced to its section by [`sections`]), quiz items
 //! ([`item`], put together into a quiz by [`quiz`]) or grades ([`grade`]), and the result goes
@@ -35,7 +35,7 @@ pub use deck::Deck;
 pub use grade::{Grade, grade_grammar, parse_grade};
 pub use item::{ItemBounds, QaPair, item_grammar, parse_item};
 pub use summarize::{parse_summary, points_grammar, summary_grammar};
-pub use target::{SourceNote, gather_notes, read_notes};
+pub use target::{Scope, SourceNote, gather_notes, read_notes};
 pub use writer::Grammar;
 
 use crate::cli::{GlobalArgs, QuizFormat, RunArgs};
@@ -48,8 +48,8 @@ use writer::{Generation, Writer};
 /// What `recall quiz` was asked for.
 #[derive(Debug, Clone)]
 pub struct QuizRequest {
-    /// A note, folder or search query.
-    pub target: String,
+    /// A note, folder, period or search query.
+    pub scope: Scope,
     /// How many questions.
     pub count: usize,
     /// Output format.
@@ -72,14 +72,17 @@ pub struct ReviewRequest {
 }
 
 /// `recall summarize`.
-pub fn summarize(global: &GlobalArgs, run: &RunArgs, target: &str) -> Result<()> {
+pub fn summarize(global: &GlobalArgs, run: &RunArgs, scope: &Scope) -> Result<()> {
+    let label = scope.label();
     let job = StudyJob {
         command: "summarize",
-        target,
+        target: &label,
         global,
         run,
     };
-    job.run(|writer, notes| summarize::write_summary(writer, notes, global.json, target))
+    job.run(scope, |writer, notes| {
+        summarize::write_summary(writer, notes, global.json, &label)
+    })
 }
 
 /// `recall quiz`.
@@ -93,13 +96,16 @@ pub fn quiz(global: &GlobalArgs, run: &RunArgs, request: &QuizRequest) -> Result
              to print the questions"
         );
     }
+    let label = request.scope.label();
     let job = StudyJob {
         command: "quiz",
-        target: &request.target,
+        target: &label,
         global,
         run,
     };
-    job.run(|writer, notes| quiz::write_quiz(writer, notes, global.json, request))
+    job.run(&request.scope, |writer, notes| {
+        quiz::write_quiz(writer, notes, global.json, request)
+    })
 }
 
 /// `recall review`: with `--json`, the due cards (no model, no servers); else the due cards
@@ -165,7 +171,8 @@ pub fn review(global: &GlobalArgs, run: &RunArgs, request: &ReviewRequest) -> Re
     )
 }
 
-/// What `summarize` and `quiz` share: the flags and the notes the target names.
+/// What `summarize` and `quiz` share: the flags and the notes the target names (`target`
+/// labels the run in headings and the transcript).
 struct StudyJob<'a> {
     command: &'static str,
     target: &'a str,
@@ -176,10 +183,13 @@ struct StudyJob<'a> {
 impl StudyJob<'_> {
     /// Starts the servers, gathers the target's notes (before the model loads: a bad target
     /// fails fast), loads the model, runs `write` on a fresh context, and logs its generations.
-    fn run(self, write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>) -> Result<()> {
-        let target = self.target;
+    fn run(
+        self,
+        scope: &Scope,
+        write: impl FnOnce(&mut Writer, &[SourceNote]) -> Result<()>,
+    ) -> Result<()> {
         self.run_on(
-            |runtime, host| gather_notes(runtime, host, target),
+            |runtime, host| gather_notes(runtime, host, scope),
             |writer, notes: &Vec<SourceNote>| write(writer, notes),
         )
     }

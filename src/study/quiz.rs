@@ -29,7 +29,7 @@ pub(super) fn write_quiz(
         let items = grade::interactive(&mut asker, quiz.count, &mut out)?;
         return save(quiz, &items, notes);
     }
-    let mut output = QuizOutput::start(format, &quiz.target, &mut out)?;
+    let mut output = QuizOutput::start(format, &quiz.scope.label(), &mut out)?;
     let mut items: Vec<QuizItem> = Vec::new();
     while items.len() < quiz.count {
         let Some(item) = asker.next(&items)? else {

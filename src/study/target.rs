@@ -1,10 +1,13 @@
-//! Resolving a study target (a note, a folder or a search query) into whole notes, read through
-//! the vault server's tools (never from files), with a line on stderr saying what was chosen.
+//! Resolving a study target (a note, a folder, a period or a search query) into whole notes,
+//! read through the vault server's tools (never from files), with a line on stderr saying what
+//! was chosen.
 
 use std::collections::HashSet;
 
 use anyhow::{Context, Result, bail};
+use chrono::NaiveDate;
 use obsidian_kb::api;
+use obsidian_kb::dates::{self, Period};
 
 use crate::markup;
 use crate::tool::ToolHost;
@@ -16,6 +19,123 @@ const MAX_NOTES: usize = 50;
 const SEARCH_HITS: usize = 5;
 /// Characters per `read_note` page (the server's maximum).
 const READ_PAGE: usize = 100_000;
+/// Words that only say "my notes of" around a period: "my notes from last week" names the
+/// period, not a search for "notes".
+const PERIOD_WORDS: &[&str] = &[
+    "my",
+    "notes",
+    "note",
+    "from",
+    "of",
+    "in",
+    "on",
+    "during",
+    "for",
+    "the",
+    "what",
+    "i",
+    "wrote",
+    "journal",
+    "diary",
+    "daily",
+    "entries",
+    "days",
+    "的",
+    "笔记",
+    "日记",
+    "の",
+    "ノート",
+];
+
+/// What a study command is pointed at: a note, a folder, a period or words to search for, and
+/// the days its notes must be about (`--from`/`--to`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scope {
+    /// What the person typed; empty when only `--from`/`--to` were given.
+    pub target: String,
+    /// The days of `--from`/`--to`, either open-ended.
+    pub period: Option<Period>,
+    /// The day relative periods ("last week") count from.
+    pub today: NaiveDate,
+}
+
+impl Scope {
+    /// What the notes are, as a heading says it: the target, and the period's days.
+    pub fn label(&self) -> String {
+        match (self.target.is_empty(), self.asked_period()) {
+            (true, Some(period)) => period_text(&period),
+            (false, Some(period)) if !self.target.contains(&period_text(&period)) => {
+                format!("{} ({})", self.target, period_text(&period))
+            }
+            _ => self.target.clone(),
+        }
+    }
+
+    /// `--from`/`--to`, else the one period the target names.
+    fn asked_period(&self) -> Option<Period> {
+        self.period
+            .or_else(|| dates::period_named(&self.target, self.today))
+    }
+
+    /// The period asked and the target's words left to search for, when a period is asked.
+    /// The words are the target's without the period's and [`PERIOD_WORDS`]; with `--from`
+    /// and `--to`, the target whole.
+    fn period_and_words(&self) -> Option<(Period, String)> {
+        if let Some(period) = self.period {
+            return Some((period, self.target.trim().to_string()));
+        }
+        let mentions = dates::mentioned(&self.target, self.today);
+        let period = mentions
+            .iter()
+            .map(|m| m.period)
+            .reduce(|a, b| a.span(&b))?;
+        let mut rest = String::new();
+        let mut at = 0;
+        for m in &mentions {
+            rest.push_str(&self.target[at..m.start]);
+            rest.push(' ');
+            at = m.end;
+        }
+        rest.push_str(&self.target[at..]);
+        let words: Vec<&str> = rest
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .filter(|w| {
+                let mut w = w.to_lowercase();
+                for filler in PERIOD_WORDS {
+                    if !filler.is_ascii() {
+                        w = w.replace(filler, "");
+                    }
+                }
+                // A letter alone is what "week's" leaves.
+                let letter = w.is_ascii() && w.len() < 2;
+                !w.is_empty() && !letter && !PERIOD_WORDS.contains(&w.as_str())
+            })
+            .collect();
+        Some((period, words.join(" ")))
+    }
+}
+
+/// A period as a person reads it: one day, or its first and last.
+fn period_text(period: &Period) -> String {
+    if period.from == NaiveDate::MIN {
+        format!("up to {}", period.to)
+    } else if period.to == NaiveDate::MAX {
+        format!("from {}", period.from)
+    } else {
+        period.to_string()
+    }
+}
+
+/// A period as the vault tools take it: either bound left out when open.
+fn period_bounds(period: Option<Period>) -> (Option<String>, Option<String>) {
+    let Some(period) = period else {
+        return (None, None);
+    };
+    let from = (period.from != NaiveDate::MIN).then(|| period.from.to_string());
+    let to = (period.to != NaiveDate::MAX).then(|| period.to.to_string());
+    (from, to)
+}
 
 /// One note, read whole through the vault server.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,11 +203,15 @@ impl<'a, H: ToolHost> Vault<'a, H> {
         Ok(Some(note))
     }
 
-    /// Notes in `folder` (subfolders included), at most `MAX_NOTES + 1` to detect the cap.
-    fn folder(&self, folder: &str) -> Result<Vec<String>> {
+    /// Notes in `folder` (subfolders included; every folder when `None`) about a day of
+    /// `period` (any when `None`), at most `MAX_NOTES + 1` to detect the cap.
+    fn list(&self, folder: Option<&str>, period: Option<Period>) -> Result<Vec<String>> {
         let mut uris = Vec::new();
+        let (from, to) = period_bounds(period);
         let mut params = api::ListParams {
-            folder: Some(folder.to_string()),
+            folder: folder.map(str::to_string),
+            from,
+            to,
             limit: Some(MAX_NOTES + 1),
             ..api::ListParams::default()
         };
@@ -108,20 +232,24 @@ impl<'a, H: ToolHost> Vault<'a, H> {
         }
     }
 
-    fn search(&self, query: &str) -> Result<Vec<String>> {
+    fn search(&self, query: &str, period: Option<Period>) -> Result<Vec<String>> {
+        let (from, to) = period_bounds(period);
         let params = api::SearchParams {
             query: query.to_string(),
             limit: Some(SEARCH_HITS),
+            from,
+            to,
             ..api::SearchParams::default()
         };
         let page: api::SearchOutput = self.client.call(api::SEARCH_NOTES, &params)?;
         let mut uris: Vec<String> = Vec::new();
         // A study target is a name or a topic the person typed: notes that share its words.
-        // Search by meaning always finds some nearest note, even for a typo or nonsense.
+        // Search by meaning always finds some nearest note, even for a typo or nonsense; and a
+        // note only about a day of the period shares none of them.
         for hit in page
             .hits
             .into_iter()
-            .filter(|h| h.matched != api::Matched::Meaning)
+            .filter(|h| matches!(h.matched, api::Matched::Words | api::Matched::Both))
         {
             if !uris.contains(&hit.uri) {
                 uris.push(hit.uri);
@@ -153,46 +281,88 @@ pub fn read_notes<H: ToolHost>(
         .collect()
 }
 
-/// Resolves a target to notes: a note (URI, path, name or alias), else a folder, else the best
-/// search hits; each read whole.
+/// Resolves a scope to notes: a note (URI, path, name or alias), else a folder (kept to
+/// `--from`/`--to`), else the notes of the period the target names (those its other words find
+/// when it has any), else the best search hits; each read whole.
 pub fn gather_notes<H: ToolHost>(
     runtime: &tokio::runtime::Runtime,
     host: &H,
-    target: &str,
+    scope: &Scope,
 ) -> Result<Vec<SourceNote>> {
-    let target = target.trim();
-    if target.is_empty() {
-        bail!("the target is empty: name a note, a folder, or words to search for");
+    let target = scope.target.trim();
+    if target.is_empty() && scope.period.is_none() {
+        bail!("the target is empty: name a note, a folder, a period, or words to search for");
     }
     let vault = Vault::new(runtime, host)?;
-    let note = vault.read_whole(target)?;
-    // A note named exactly so wins; else a folder named exactly so wins over a note that only
-    // matched by alias ("Obsidian Sync" the folder, not "Introduction to Obsidian Sync").
-    if let Some(note) = note.as_ref().filter(|n| names_note_exactly(target, n)) {
-        eprintln!("recall: using the note {}", note.uri);
-        return Ok(vec![note.clone()]);
-    }
-    let mut uris = vault.folder(target)?;
-    if let Some(note) = note {
-        if uris.is_empty() {
+    let mut uris = Vec::new();
+    let mut how = String::new();
+    if !target.is_empty() {
+        let note = vault.read_whole(target)?;
+        // A note named exactly so wins; else a folder named exactly so wins over a note that
+        // only matched by alias ("Obsidian Sync" the folder, not "Introduction to Obsidian Sync").
+        if let Some(note) = note.as_ref().filter(|n| names_note_exactly(target, n)) {
+            if scope.period.is_some() {
+                eprintln!(
+                    "recall: {target:?} is a note; --from and --to keep only folders and searches to a period"
+                );
+            }
+            eprintln!("recall: using the note {}", note.uri);
+            return Ok(vec![note.clone()]);
+        }
+        uris = vault.list(Some(target), scope.period)?;
+        if let Some(note) = note {
+            if uris.is_empty() {
+                eprintln!(
+                    "recall: using the note {} (its name or alias matches)",
+                    note.uri
+                );
+                return Ok(vec![note]);
+            }
             eprintln!(
-                "recall: using the note {} (its name or alias matches)",
+                "recall: {target:?} is a folder and also matches the note {} by alias; using the folder",
                 note.uri
             );
-            return Ok(vec![note]);
         }
-        eprintln!(
-            "recall: {target:?} is a folder and also matches the note {} by alias; using the folder",
-            note.uri
-        );
+        if !uris.is_empty() {
+            how = format!("the notes in folder {target:?}");
+        }
     }
-    let how = if uris.is_empty() {
-        uris = vault.search(target)?;
-        format!("the notes a search for {target:?} found")
-    } else {
-        format!("the notes in folder {target:?}")
-    };
     if uris.is_empty() {
+        match scope.period_and_words() {
+            Some((period, words)) if words.is_empty() => {
+                uris = vault.list(None, Some(period))?;
+                how = format!("the notes about {}", period_text(&period));
+            }
+            Some((period, words)) => {
+                uris = vault.search(&words, Some(period))?;
+                how = format!(
+                    "the notes about {} a search for {words:?} found",
+                    period_text(&period)
+                );
+            }
+            None => {
+                uris = vault.search(target, None)?;
+                how = format!("the notes a search for {target:?} found");
+            }
+        }
+    }
+    if uris.is_empty() {
+        if let Some((period, words)) = scope.period_and_words().filter(|(_, w)| !w.is_empty()) {
+            bail!(
+                "no note about {} holds the words {words:?} (without them, the target names \
+                 the period's notes: \"{}\")",
+                period_text(&period),
+                period_text(&period)
+            );
+        }
+        if let Some(period) = scope.asked_period() {
+            bail!(
+                "no note in the vault matches {:?} about {}: no daily note, date property, \
+                 dated heading or file time falls in it (see `recall call list_notes`)",
+                scope.target,
+                period_text(&period)
+            );
+        }
         bail!(
             "nothing in the vault matches {target:?}: it is not a note, a folder, or words any \
              note contains (see `recall call list_notes` for what is there)"
@@ -201,7 +371,8 @@ pub fn gather_notes<H: ToolHost>(
     if uris.len() > MAX_NOTES {
         uris.truncate(MAX_NOTES);
         eprintln!(
-            "recall: {target:?} holds more than {MAX_NOTES} notes; using the first {MAX_NOTES}"
+            "recall: {} holds more than {MAX_NOTES} notes; using the first {MAX_NOTES}",
+            scope.label()
         );
     }
     let mut seen = HashSet::new();
@@ -218,9 +389,97 @@ pub fn gather_notes<H: ToolHost>(
     if notes.is_empty() {
         bail!("none of {how} could be read");
     }
-    eprintln!(
-        "recall: no note is named {target:?}; using {how} ({})",
-        notes.len()
-    );
+    if target.is_empty() {
+        eprintln!("recall: using {how} ({})", notes.len());
+    } else {
+        eprintln!(
+            "recall: no note is named {target:?}; using {how} ({})",
+            notes.len()
+        );
+    }
     Ok(notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(target: &str) -> Scope {
+        Scope {
+            target: target.to_string(),
+            period: None,
+            today: NaiveDate::from_ymd_opt(2026, 11, 27).unwrap(),
+        }
+    }
+
+    fn days(from: &str, to: &str) -> Period {
+        Period {
+            from: from.parse().unwrap(),
+            to: to.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_target_that_only_names_a_period_lists_its_days() {
+        let last_week = days("2026-11-16", "2026-11-22");
+        for target in [
+            "last week",
+            "my notes from last week",
+            "Last week's journal",
+        ] {
+            assert_eq!(
+                scope(target).period_and_words(),
+                Some((last_week, String::new())),
+                "{target}"
+            );
+        }
+        assert_eq!(
+            scope("上周的笔记").period_and_words(),
+            Some((last_week, String::new()))
+        );
+        assert_eq!(
+            scope("September 2025").period_and_words(),
+            Some((days("2025-09-01", "2025-09-30"), String::new()))
+        );
+    }
+
+    #[test]
+    fn other_words_beside_a_period_are_searched_within_it() {
+        assert_eq!(
+            scope("running in September 2025").period_and_words(),
+            Some((days("2025-09-01", "2025-09-30"), "running".to_string()))
+        );
+        assert_eq!(scope("Photosynthesis").period_and_words(), None);
+    }
+
+    #[test]
+    fn from_and_to_keep_the_whole_target_as_words() {
+        let mut asked = scope("Projects");
+        asked.period = Some(days("2025-09-01", "2025-09-30"));
+        assert_eq!(
+            asked.period_and_words(),
+            Some((days("2025-09-01", "2025-09-30"), "Projects".to_string()))
+        );
+        assert_eq!(asked.label(), "Projects (2025-09-01 to 2025-09-30)");
+        asked.target.clear();
+        asked.period = Some(Period {
+            from: "2025-09-01".parse().unwrap(),
+            to: NaiveDate::MAX,
+        });
+        assert_eq!(asked.label(), "from 2025-09-01");
+        assert_eq!(
+            period_bounds(asked.period),
+            (Some("2025-09-01".to_string()), None)
+        );
+    }
+
+    #[test]
+    fn a_label_names_the_days_a_relative_period_stands_for() {
+        assert_eq!(
+            scope("last week").label(),
+            "last week (2026-11-16 to 2026-11-22)"
+        );
+        assert_eq!(scope("2025-09-28").label(), "2025-09-28");
+        assert_eq!(scope("Photosynthesis").label(), "Photosynthesis");
+    }
 }

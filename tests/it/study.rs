@@ -690,6 +690,95 @@ fn a_folder_is_summarized_note_by_note_and_says_which_notes_gave_points() {
     );
 }
 
+/// A period names the notes about its days: "last week" counted from `--today`, or the same
+/// days by `--from`/`--to`; the summary reads those notes and no other. A period no note is
+/// about, or bounds that are no dates, fail before the model loads, saying why.
+#[test]
+fn a_period_is_summarized_from_the_notes_about_its_days() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(vault.join("Daily")).unwrap();
+    for (rel, text) in [
+        (
+            "Daily/2021-05-03.md",
+            "## Morning\nRan 5 km along the river before work. The weather was cold and windy.\n\n\
+             ## Evening\nMet Ana for ramen and talked about her move to Lisbon.\n",
+        ),
+        (
+            "Daily/2021-05-05.md",
+            "## Work\nFinished the draft of chapter two and sent it to Professor Lee.\n\n\
+             ## Home\nThe plumber fixed the kitchen tap for 80 euros.\n",
+        ),
+        ("Daily/2021-05-11.md", "Bought a new bike helmet.\n"),
+        ("Recipes.md", "Ramen: noodles, broth, a soft egg.\n"),
+    ] {
+        std::fs::write(vault.join(rel), text).unwrap();
+    }
+    let vault = vault.display().to_string();
+    let week: HashSet<String> = ["note://Daily/2021-05-03", "note://Daily/2021-05-05"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let sources = |args: &[&str]| -> HashSet<String> {
+        let output = recall_on(&vault, args);
+        let json: Value = serde_json::from_str(succeeded(&output).trim()).expect("one JSON object");
+        json["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .map(|s| s["uri"].as_str().expect("a uri").to_string())
+            .collect()
+    };
+    let last_week = ["summarize", "last week", "--today", "2021-05-12", "--json"];
+    assert_eq!(sources(&last_week), week);
+    let by_days = [
+        "summarize",
+        "--from",
+        "2021-05-03",
+        "--to",
+        "2021-05-09",
+        "--json",
+    ];
+    assert_eq!(sources(&by_days), week);
+    // Other words are searched within the period: ramen that week, not the recipe.
+    let ramen = [
+        "summarize",
+        "ramen last week",
+        "--today",
+        "2021-05-12",
+        "--json",
+    ];
+    assert_eq!(
+        sources(&ramen),
+        HashSet::from(["note://Daily/2021-05-03".to_string()])
+    );
+    let markdown = succeeded(&recall_on(
+        &vault,
+        &["summarize", "last week", "--today", "2021-05-12"],
+    ));
+    assert!(
+        markdown.starts_with("# Summary: last week (2021-05-03 to 2021-05-09)\n"),
+        "{markdown}"
+    );
+
+    for (args, why) in [
+        (
+            &["summarize", "--from", "2020-01", "--to", "2020-01"][..],
+            "no note in the vault matches",
+        ),
+        (&["summarize", "--from", "2021-13"][..], "not a date"),
+        (
+            &["summarize", "--from", "2021-05-09", "--to", "2021-05-03"][..],
+            "is after --to",
+        ),
+    ] {
+        let output = recall_on(&vault, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+    }
+}
+
 /// Each study grammar, compiled by llama.cpp and generated under with the real model, gives a
 /// reply its parser reads, and ends the turn on its own.
 #[test]
