@@ -68,10 +68,15 @@ impl Source {
 
     /// The label under the folders the note sits in, as written.
     fn folders_and_label(&self) -> String {
-        match note_path(&self.uri).rsplit_once('/') {
-            Some((folders, _)) => format!("{} › {}", folders.replace('/', " › "), self.label()),
-            None => self.label(),
-        }
+        under_folders(&self.uri, &self.label())
+    }
+}
+
+/// `label` under the folders of the note `uri` names: `Folder › Subfolder › label`.
+fn under_folders(uri: &str, label: &str) -> String {
+    match note_path(uri).rsplit_once('/') {
+        Some((folders, _)) => format!("{} › {label}", folders.replace('/', " › ")),
+        None => label.to_string(),
     }
 }
 
@@ -119,6 +124,29 @@ fn header(source: &Source) -> String {
 /// ([`Sources::for_answer`]).
 fn answer_header(source: &Source) -> String {
     format!("[{}] {}", source.number, source.breadcrumb())
+}
+
+/// `results` (tool results, rendered by [`Sources::add`]) with each source header as the
+/// answer step reads it: `[n] Folder › Title › Heading`, the note's place without its URI.
+/// A URI is what a tool call names a note by, and the answer step calls none: on the 103
+/// help questions the five URIs were ~60 of the ~450 tokens Qwen2.5-1.5B read before its
+/// first answer token. The folders stay, for they say what a note is about ("Obsidian Web
+/// Clipper › Reader"): without them Qwen2.5-1.5B cited the gold note for 81 of the 103
+/// questions instead of 85, most often where it named its sources afterwards (the
+/// attribution step, `agent/cite.rs`). Read from the text, not from this turn's sources, so
+/// that an earlier turn's results read the same in every later turn: rewritten by the later
+/// turn's sources, they changed where its numbers meant other notes, and a follow-up read
+/// them again (147 of the 420 tokens it read, on "And on Plus?").
+pub fn headers_for_answer(results: &str) -> String {
+    static HEADER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?m)^\[(\d{1,3})\] ([^\n]+?) \((note://[^()\n]*)\)").expect("valid regex")
+    });
+    HEADER
+        .replace_all(results, |c: &regex::Captures| {
+            let place = under_folders(&c[3], &c[2]);
+            format!("[{}] {}", &c[1], with_days_spelled(&place))
+        })
+        .into_owned()
 }
 
 /// `answer` with the source headers it copied from the prompt taken out: whatever stands
@@ -439,22 +467,6 @@ impl Sources {
         format!("{}: as above.", header(&self.list[number - 1]))
     }
 
-    /// `results` (tool results of this turn, rendered here) with each source header as the
-    /// answer step reads it: `[n] Folder › Title › Heading`, the note's place without its URI.
-    /// A URI is what a tool call names a note by, and the answer step calls none: on the 103
-    /// help questions the five URIs were ~60 of the ~450 tokens Qwen2.5-1.5B read before its
-    /// first answer token. The folders stay, for they say what a note is about ("Obsidian Web
-    /// Clipper › Reader"): without them Qwen2.5-1.5B cited the gold note for 81 of the 103
-    /// questions instead of 85, most often where it named its sources afterwards (the
-    /// attribution step, `agent/cite.rs`).
-    pub fn for_answer(&self, results: &str) -> String {
-        let mut text = results.to_string();
-        for source in &self.list {
-            text = text.replace(&header(source), &answer_header(source));
-        }
-        text
-    }
-
     /// Source `number` shown again, whole (its passage as plain text, cut by the question's
     /// words to `chars` when longer), under its header as the answer step reads it. What the
     /// model has read of the source is now that text, and its citation is checked against it.
@@ -714,7 +726,7 @@ mod tests {
         // The answer step reads the headers without URIs, the folders kept; a passage's own
         // text is kept whole.
         assert_eq!(
-            sources.for_answer(&format!("{text}\nSee [9] Cells (note://Cells).")),
+            headers_for_answer(&format!("{text}\nSee [9] Cells (note://Cells).")),
             "[2] Cells: as above.\n\n[3] Cells › Parts\nNucleus.\nSee [9] Cells (note://Cells)."
         );
         let mut nested = Sources::default();
@@ -724,7 +736,7 @@ mod tests {
             "Room 204.",
         )]));
         assert_eq!(
-            nested.for_answer(&text),
+            headers_for_answer(&text),
             "[1] Biology › Exams › Midterm\nRoom 204."
         );
         assert_eq!(sources.list().len(), 3);

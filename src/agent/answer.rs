@@ -21,7 +21,7 @@ use crate::grammar::{ANSWER_GBNF, ROOT};
 use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
-use crate::sources::{Sources, cited_numbers, without_copied_headers};
+use crate::sources::{Sources, cited_numbers, headers_for_answer, without_copied_headers};
 use crate::support::{self, Adds};
 use crate::tool::ToolHost;
 
@@ -60,7 +60,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .answer_instruction(question, sources.list().len())?,
             )
         };
-        let mut messages = for_answer(conversation, sources);
+        let mut messages = for_answer(conversation);
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, question);
         let mut gate = FactGate::new(&known);
@@ -187,7 +187,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .iter()
             .rposition(|m| m.role == Role::User)
             .map_or(conversation.len(), |at| at + 1);
-        let mut messages = for_answer(&conversation[..asked], sources);
+        let mut messages = for_answer(&conversation[..asked]);
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
         let instruction = self.template.reread_instruction(question)?;
         messages.push(Message::user(&instruction));
@@ -327,10 +327,10 @@ fn is_looping(text: &str) -> bool {
 }
 
 /// The conversation as the answer step shows it: tool results stay, the calls that asked for
-/// them go, and the headers of this turn's sources lose their URIs ([`Sources::for_answer`]).
+/// them go, and the source headers lose their URIs ([`headers_for_answer`]).
 /// Small models copy the last call into their answer; the results say it all, and the answer
 /// calls no tool.
-fn for_answer(conversation: &[Message], sources: &Sources) -> Vec<Message> {
+fn for_answer(conversation: &[Message]) -> Vec<Message> {
     conversation
         .iter()
         .enumerate()
@@ -339,7 +339,7 @@ fn for_answer(conversation: &[Message], sources: &Sources) -> Vec<Message> {
             !(m.role == Role::Assistant && next == Some(Role::Ipython))
         })
         .map(|(_, m)| match m.role {
-            Role::Ipython => Message::ipython(sources.for_answer(&m.content)),
+            Role::Ipython => Message::ipython(headers_for_answer(&m.content)),
             _ => m.clone(),
         })
         .collect()

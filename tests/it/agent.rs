@@ -1160,6 +1160,42 @@ fn a_follow_up_may_state_a_figure_from_an_earlier_turn() {
     assert_eq!(turn.answer, "The club's launch needs the 1,200 litres [1].");
 }
 
+/// A follow-up's answer step reads an earlier turn's search results exactly as that turn's
+/// answer step did (the same text, so the model's cache of it is kept), though this turn's
+/// sources are other passages under the same numbers.
+#[test]
+fn a_follow_up_reads_earlier_results_as_the_turn_that_fetched_them() {
+    let rig = rig(&fixture_vault());
+    let mut conversation = Vec::new();
+    let results = |prompt: &str| -> Vec<String> {
+        prompt
+            .split("ipython<|end_header_id|>\n\n")
+            .skip(1)
+            .map(|r| r.split("<|eot_id|>").next().unwrap().to_string())
+            .collect()
+    };
+    let mut first = ScriptedModel::new(["It delivers 1,200 litres per hour [1]."], 8192);
+    rig.ask_in(
+        &mut first,
+        AgentOptions::default(),
+        &mut conversation,
+        "pump litres per hour",
+    );
+    let mut second = ScriptedModel::new(["The club's launch needs the 1,200 litres [1]."], 8192);
+    rig.ask_in(
+        &mut second,
+        AgentOptions::default(),
+        &mut conversation,
+        "launch checklist",
+    );
+    let earlier = results(first.prompts.last().unwrap());
+    let later = results(second.prompts.last().unwrap());
+    assert_eq!(later.len(), 2, "{later:?}");
+    assert_eq!(later[0], earlier[0]);
+    assert!(!later[0].contains("note://"), "{}", later[0]);
+    assert_ne!(later[1], later[0], "this turn's sources are other passages");
+}
+
 /// "And the next day?" names a day by the one the conversation was about: it is searched
 /// within that next day, and a further "the day before" counts from there.
 #[test]
