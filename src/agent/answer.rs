@@ -14,6 +14,7 @@ use std::ops::ControlFlow;
 
 use super::cite::{OpeningSources, unattributed};
 use super::gate::{FactGate, Restating, adds_own};
+use super::subject::Subject;
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
@@ -263,23 +264,35 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// 2022" or "project_11" about a source that holds neither answers about another day or
 /// another project ("5 situps on 3 March 2022 [1]" from the note of 24 January). Nor are the
 /// numbers of folder names ("10 Example Data"): "rated 10 out of 10" stood on one.
+///
+/// A question asking a date, an amount, an email address or a phone number about someone it
+/// names ([`Subject`]) knows only what the sources say of them: a fact about somebody else
+/// ("February 14, 2025", the day another person had her birthday) is no answer about them.
 fn known_facts(messages: &[Message], sources: &Sources, question: &str) -> KnownFacts {
     let question = question.trim();
+    let subject = Subject::of(question);
     let given: Vec<String> = messages
         .iter()
         .filter(|m| !(m.role == Role::User && m.content.contains(question)))
         .map(|m| {
-            sources.list().iter().fold(m.content.clone(), |text, s| {
+            let text = sources.list().iter().fold(m.content.clone(), |text, s| {
                 text.replace(&s.breadcrumb(), &s.label())
-            })
+            });
+            match &subject {
+                Some(subject) if m.role == Role::Ipython => subject.about_results(&text),
+                _ => text,
+            }
         })
         .collect();
-    let labels: Vec<String> = sources.list().iter().map(|s| s.label()).collect();
-    let texts = sources
+    let texts: Vec<String> = sources
         .list()
         .iter()
-        .flat_map(|s| [s.text.as_str(), s.passage.as_str()]);
-    KnownFacts::new(given.iter().chain(&labels).map(String::as_str).chain(texts))
+        .flat_map(|s| match &subject {
+            Some(subject) => vec![subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage))],
+            None => vec![s.label(), s.text.clone(), s.passage.clone()],
+        })
+        .collect();
+    KnownFacts::new(given.iter().chain(&texts).map(String::as_str))
 }
 
 /// What the answer step produced.

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
+use super::subject::Subject;
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
 use crate::sources::{Source, without_copied_headers};
@@ -233,11 +234,24 @@ impl<'a> Restating<'a> {
 /// lack it ([`without_denials`]), and the rest of a name the question gives in part that is a
 /// source's title ("Kenji" asked: "The phone number of Kenji Watanabe is [1]." adds nothing).
 /// An answer without the kind of fact the question asks for by name ([`Wanted`]) adds
-/// nothing either: "Marco's email is +31 6 2290 1184." is no email address.
+/// nothing either: "Marco's email is +31 6 2290 1184." is no email address; nor does one whose
+/// email address the sources give somebody else ([`addresses_about`]).
 pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
     let own = without_denials(&without_copied_headers(answer, sources));
-    if Wanted::in_question(question).is_some_and(|wanted| !wanted.held_in(&own)) {
+    let wanted = Wanted::in_question(question);
+    if wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
         return Adds::Nothing;
+    }
+    if wanted == Some(Wanted::Email)
+        && let Some(subject) = Subject::of(question)
+    {
+        // The address asked for is the answer, though its words may be the name asked about
+        // ("marco@bellini.it" for Marco Bellini); somebody else's is none.
+        return if addresses_about(&subject, &own, sources) {
+            Adds::Something
+        } else {
+            Adds::Nothing
+        };
     }
     let subjects = subject_titles(question, sources);
     if subjects.is_empty() {
@@ -248,7 +262,7 @@ pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Sou
 
 /// A kind of fact a question asks for by name, which an answer must hold to be one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wanted {
+pub(super) enum Wanted {
     /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
     Email,
     /// "Kenji's phone number?", "电话号码".
@@ -258,7 +272,7 @@ enum Wanted {
 impl Wanted {
     /// The kind of fact `question` asks for by name, if any. Only the names of a thing a
     /// person keeps: "Did I email Lena?" asks for no address.
-    fn in_question(question: &str) -> Option<Wanted> {
+    pub(super) fn in_question(question: &str) -> Option<Wanted> {
         static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
                 r"(?i)['’]s\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
@@ -294,6 +308,24 @@ impl Wanted {
                 .any(|run| run.as_str().bytes().filter(u8::is_ascii_digit).count() >= 7),
         }
     }
+}
+
+/// Whether `answer` states an email address and every one stands in what `sources` say of
+/// `subject`: the fact check reads numbers, not addresses, and "Wouter Kamp's email is
+/// lena.kowalski@…" took the address of the note it found.
+fn addresses_about(subject: &Subject, answer: &str, sources: &[Source]) -> bool {
+    static ADDRESS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
+    let about = sources
+        .iter()
+        .map(|s| subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage)))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_lowercase();
+    // An address still being written ("lena.kowalski@harborandco.") is none yet.
+    let mut addresses = ADDRESS.find_iter(answer).peekable();
+    addresses.peek().is_some()
+        && addresses.all(|address| about.contains(&address.as_str().to_lowercase()))
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
@@ -357,7 +389,16 @@ mod tests {
     /// and whether all of it was held.
     fn restate(question: &str, tokens: &[&str]) -> (String, bool) {
         let asked = format!("Answer from the numbered sources: {question}");
-        let mut hold = Restating::new(question, Some(&asked), &[]);
+        let jonathan = [Source {
+            number: 1,
+            uri: "note://People/Jonathan".to_string(),
+            title: "Jonathan".to_string(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: "email: jon@example.org".to_string(),
+            passage: String::new(),
+        }];
+        let mut hold = Restating::new(question, Some(&asked), &jonathan);
         let mut shown = String::new();
         for token in tokens {
             let _ = hold.pass(token, &mut |t| {
@@ -402,8 +443,24 @@ mod tests {
             marco("Marco's email is +31 6 2290 1184. [1]"),
             Adds::Nothing
         );
+        // An address no source gives Marco is none of his: from nowhere, or somebody else's.
         assert_eq!(
             marco("Marco's email is marco@bellini.it [1]."),
+            Adds::Nothing
+        );
+        assert_eq!(
+            marco("Marco's email is kenji@brightloop.dev [1]."),
+            Adds::Nothing
+        );
+        let with_marco = [Source {
+            number: 2,
+            uri: "note://People/Marco Bellini".to_string(),
+            title: "Marco Bellini".to_string(),
+            text: "email: marco@bellini.it".to_string(),
+            ..sources[0].clone()
+        }];
+        assert_eq!(
+            adds_own(question, &asked, "It is marco@bellini.it [2].", &with_marco),
             Adds::Something
         );
         // Asked for no address, none is wanted.
@@ -429,6 +486,29 @@ mod tests {
         assert_eq!((shown.as_str(), held), ("", true));
         // Tokens are pieces of words: "Jon" is no word of its own.
         let (shown, held) = restate(question, &["Jon", "athan", "'s", " em", "ail", " address"]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        let (shown, held) = restate(
+            question,
+            &["Jonathan's", " email address is", " jon@example.org [1]."],
+        );
+        assert_eq!(
+            (shown.as_str(), held),
+            ("Jonathan's email address is jon@example.org [1].", false)
+        );
+        // Somebody else's address is held to its end, however it is cut into tokens.
+        let (shown, held) = restate(
+            question,
+            &[
+                "Jonathan's",
+                " email is",
+                " lena@",
+                "harbor",
+                ".",
+                "c",
+                "om",
+                " [1].",
+            ],
+        );
         assert_eq!((shown.as_str(), held), ("", true));
         let (shown, held) = restate(
             question,

@@ -35,6 +35,7 @@ mod cite;
 mod decide;
 mod gate;
 mod retrieve;
+mod subject;
 
 use std::ops::ControlFlow;
 use std::time::Duration;

@@ -1137,6 +1137,53 @@ fn a_day_asked_about_that_no_source_holds_is_no_answer() {
     assert_eq!(turn.answer, answer);
 }
 
+/// A date asked about someone named must stand where they are: a daily note's day is no
+/// answer to "When is Priya's birthday?" where that day's note speaks of Elif's. The same
+/// day is an answer to when Priya called, which that note's lines say.
+#[test]
+fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(vault.join("Journal")).unwrap();
+    for (rel, text) in [
+        (
+            "Journal/2025-02-14.md",
+            "- Elif's birthday, baklava for the office\n- Valentine's dinner at Héron\n",
+        ),
+        (
+            "Journal/2025-04-11.md",
+            "- 17:00 video call with Priya, she got promoted\n",
+        ),
+    ] {
+        std::fs::write(vault.join(rel), text).unwrap();
+    }
+    let rig = rig(&vault);
+    let invented = "Priya's birthday is on February 14, 2025 [1].";
+    let mut model = ScriptedModel::new([invented; 5], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "When is Priya's birthday?",
+    );
+    assert!(
+        turn.answer
+            .contains("The notes do not say: none of them gives 14"),
+        "{}",
+        turn.answer
+    );
+    assert!(!turn.answer.contains("2025 [1]"), "{}", turn.answer);
+    assert!(turn.citations.iter().all(|c| !c.cited));
+
+    let answer = "Priya called on 11 April 2025 at 17:00 [1].";
+    let mut model = ScriptedModel::new([answer], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "When did Priya call me?",
+    );
+    assert_eq!(turn.answer, answer);
+}
+
 /// A follow-up may state a figure that an earlier turn's results gave the model: it is no
 /// invention, though this turn's search did not bring it.
 #[test]

@@ -1,0 +1,260 @@
+//! Who or what a question asks a fact about by name, and which of the text the model was given
+//! speaks of it: a fact asked for about someone must stand where that someone is named.
+//!
+//! A small model asked a fact the notes hold about somebody else takes theirs: "When is
+//! Priya's birthday?" got "February 14, 2025", the day of a daily note where Elif had her
+//! birthday; "Femke de Wit's phone number?" got the plumber's number. Every such figure stood
+//! in a source, so the fact check let it through. Asked for a date, an amount, a count, an
+//! email address or a phone number about someone named, the check reads only the text about
+//! them: a source whose title or headings name them, whole; else its lines that name them,
+//! under its header (a daily note's day is the day of each line in it). Pure.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::gate::Wanted;
+
+/// Words that start with a capital in a question without being a name: question words,
+/// pronouns, articles, and the names of months and days (a date, not whom it is about).
+const NOT_NAMES: &[&str] = &[
+    "i",
+    "i'm",
+    "i've",
+    "i'd",
+    "my",
+    "me",
+    "we",
+    "our",
+    "you",
+    "your",
+    "he",
+    "she",
+    "they",
+    "his",
+    "her",
+    "their",
+    "it",
+    "its",
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "with",
+    "from",
+    "what",
+    "what's",
+    "when",
+    "when's",
+    "who",
+    "who's",
+    "whom",
+    "whose",
+    "where",
+    "where's",
+    "which",
+    "how",
+    "how's",
+    "why",
+    "did",
+    "do",
+    "does",
+    "is",
+    "are",
+    "was",
+    "were",
+    "can",
+    "could",
+    "should",
+    "would",
+    "will",
+    "has",
+    "have",
+    "had",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// The names a question asks a fact about, when it asks for a date, an amount, a count, an
+/// email address or a phone number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Subject {
+    /// Each name, lowercase: a word written with a capital past the question's first word.
+    names: Vec<String>,
+}
+
+impl Subject {
+    /// The subject of `question`, when it asks for such a fact about someone or something it
+    /// names; `None` otherwise (also for a question with no capitals, as Chinese has none).
+    pub(super) fn of(question: &str) -> Option<Subject> {
+        static ASKS_A_FACT: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many)\b")
+                .expect("valid regex")
+        });
+        if !ASKS_A_FACT.is_match(question) && Wanted::in_question(question).is_none() {
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for word in words(question).skip(1) {
+            let word = word
+                .strip_suffix("'s")
+                .or_else(|| word.strip_suffix("’s"))
+                .unwrap_or(word);
+            let lower = word.to_lowercase();
+            if word.starts_with(char::is_uppercase)
+                && !NOT_NAMES.contains(&lower.as_str())
+                && !names.contains(&lower)
+            {
+                names.push(lower);
+            }
+        }
+        (!names.is_empty()).then_some(Subject { names })
+    }
+
+    /// Whether `text` names the subject: one of its names as a whole word, in any case.
+    fn named_in(&self, text: &str) -> bool {
+        words(text).any(|word| {
+            let word = word
+                .strip_suffix("'s")
+                .or_else(|| word.strip_suffix("’s"))
+                .unwrap_or(word);
+            self.names
+                .iter()
+                .any(|name| word.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// What of one source (its `header`, the text under it) speaks of the subject: the whole
+    /// when the header names it; else the header and the lines that name it, when any does;
+    /// else nothing.
+    pub(super) fn about(&self, header: &str, text: &str) -> String {
+        if self.named_in(header) {
+            return format!("{header}\n{text}");
+        }
+        let lines: Vec<&str> = text.lines().filter(|line| self.named_in(line)).collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!("{header}\n{}", lines.join("\n"))
+    }
+
+    /// [`Subject::about`] for each source of a tool result, as rendered: a line `[n] …`
+    /// heads each, the text under it runs to the next. Text before the first header keeps
+    /// the lines that name the subject.
+    pub(super) fn about_results(&self, results: &str) -> String {
+        static HEADER: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^\[\d{1,3}\] ").expect("valid regex"));
+        let mut kept: Vec<String> = Vec::new();
+        let mut header = "";
+        let mut body: Vec<&str> = Vec::new();
+        for line in results.lines() {
+            if HEADER.is_match(line) {
+                kept.push(self.about(header, body.join("\n").trim()));
+                header = line;
+                body.clear();
+            } else {
+                body.push(line);
+            }
+        }
+        kept.push(self.about(header, body.join("\n").trim()));
+        kept.retain(|part| !part.trim().is_empty());
+        kept.join("\n\n")
+    }
+}
+
+/// The words of `text`: runs of letters, digits and apostrophes.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(question: &str) -> Option<Vec<String>> {
+        Subject::of(question).map(|s| s.names)
+    }
+
+    #[test]
+    fn a_subject_is_named_with_capitals_in_a_question_that_asks_a_fact() {
+        assert_eq!(
+            names("When is Priya's birthday?"),
+            Some(vec!["priya".into()])
+        );
+        assert_eq!(
+            names("What's Femke de Wit's phone number?"),
+            Some(vec!["femke".into(), "wit".into()])
+        );
+        assert_eq!(
+            names("How much was the chalk bag for Marco?"),
+            Some(vec!["marco".into()])
+        );
+        // Days and months say when, not about whom; a question word opens the question.
+        assert_eq!(names("How many situps did I do on 30 January 2022?"), None);
+        assert_eq!(names("When did I go to the dentist on Monday?"), None);
+        // No fact of those kinds asked: no subject to keep to.
+        assert_eq!(names("Where did Jesse and I have dinner?"), None);
+        assert_eq!(names("Does Sync work on my Android phone?"), None);
+        assert_eq!(names("who is priya"), None);
+        assert_eq!(names("普里娅的生日是哪天？"), None);
+    }
+
+    #[test]
+    fn only_the_text_about_the_subject_is_kept() {
+        let priya = Subject::of("When is Priya's birthday?").unwrap();
+        let results = "[1] Journal › 2025-02-14 › Log\n- Elif's birthday, baklava for all\n\
+                       - worked on Harbor\n\n\
+                       [2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
+                       [3] Journal › 2025-04-11\n- 17:00 video call with Priya\n- ran 5 km";
+        assert_eq!(
+            priya.about_results(results),
+            "[2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
+             [3] Journal › 2025-04-11\n- 17:00 video call with Priya"
+        );
+        assert_eq!(priya.about("Journal › 2025-02-14", "Elif's birthday"), "");
+        assert_eq!(
+            priya.about("Journal › 2025-04-11", "Lunch with PRIYA."),
+            "Journal › 2025-04-11\nLunch with PRIYA."
+        );
+        // A name is a whole word: "Priyanka" is someone else.
+        assert_eq!(priya.about("Contacts", "Priyanka: 06 1234"), "");
+    }
+}
