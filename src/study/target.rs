@@ -21,31 +21,9 @@ const SEARCH_HITS: usize = 5;
 const READ_PAGE: usize = 100_000;
 /// Words that only say "my notes of" around a period: "my notes from last week" names the
 /// period, not a search for "notes".
-const PERIOD_WORDS: &[&str] = &[
-    "my",
-    "notes",
-    "note",
-    "from",
-    "of",
-    "in",
-    "on",
-    "during",
-    "for",
-    "the",
-    "what",
-    "i",
-    "wrote",
-    "journal",
-    "diary",
-    "daily",
-    "entries",
-    "days",
-    "的",
-    "笔记",
-    "日记",
-    "の",
-    "ノート",
-];
+const PERIOD_WORDS: &str = "\
+    my notes note from of in on during for the what i wrote journal diary daily entries days \
+    的 笔记 日记 の ノート";
 
 /// What a study command is pointed at: a note, a folder, a period or words to search for, and
 /// the days its notes must be about (`--from`/`--to`).
@@ -102,14 +80,13 @@ impl Scope {
             .filter(|w| !w.is_empty())
             .filter(|w| {
                 let mut w = w.to_lowercase();
-                for filler in PERIOD_WORDS {
-                    if !filler.is_ascii() {
-                        w = w.replace(filler, "");
-                    }
+                // Chinese and Japanese write no spaces: their fillers are cut out of the word.
+                for filler in PERIOD_WORDS.split_whitespace().filter(|f| !f.is_ascii()) {
+                    w = w.replace(filler, "");
                 }
                 // A letter alone is what "week's" leaves.
                 let letter = w.is_ascii() && w.len() < 2;
-                !w.is_empty() && !letter && !PERIOD_WORDS.contains(&w.as_str())
+                !w.is_empty() && !letter && !PERIOD_WORDS.split_whitespace().any(|f| f == w)
             })
             .collect();
         Some((period, words.join(" ")))
