@@ -6,12 +6,10 @@
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
-use regex::Regex;
 
-use super::subject::Subject;
+use super::subject::{Subject, Wanted, addresses_about};
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
 use crate::sources::{Source, without_copied_headers};
@@ -258,74 +256,6 @@ pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Sou
         return support::adds(question, asked, &own);
     }
     support::adds(question, &format!("{asked}\n{subjects}"), &own)
-}
-
-/// A kind of fact a question asks for by name, which an answer must hold to be one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wanted {
-    /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
-    Email,
-    /// "Kenji's phone number?", "电话号码".
-    Phone,
-}
-
-impl Wanted {
-    /// The kind of fact `question` asks for by name, if any. Only the names of a thing a
-    /// person keeps: "Did I email Lena?" asks for no address.
-    pub(super) fn in_question(question: &str) -> Option<Wanted> {
-        static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"(?i)['’]s\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
-            )
-            .expect("valid regex")
-        });
-        static PHONE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|['’]s\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
-            )
-            .expect("valid regex")
-        });
-        if EMAIL.is_match(question) {
-            Some(Wanted::Email)
-        } else if PHONE.is_match(question) {
-            Some(Wanted::Phone)
-        } else {
-            None
-        }
-    }
-
-    /// Whether `text` holds a fact of this kind: an address with an `@` and a domain; a run
-    /// of at least seven digits and the separators phone numbers are written with.
-    fn held_in(self, text: &str) -> bool {
-        static EMAIL: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+\.").expect("valid regex"));
-        static DIGITS: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"[+(\d][\d \-().]{5,}").expect("valid regex"));
-        match self {
-            Wanted::Email => EMAIL.is_match(text),
-            Wanted::Phone => DIGITS
-                .find_iter(text)
-                .any(|run| run.as_str().bytes().filter(u8::is_ascii_digit).count() >= 7),
-        }
-    }
-}
-
-/// Whether `answer` states an email address and every one stands in what `sources` say of
-/// `subject`: the fact check reads numbers, not addresses, and "Wouter Kamp's email is
-/// lena.kowalski@…" took the address of the note it found.
-fn addresses_about(subject: &Subject, answer: &str, sources: &[Source]) -> bool {
-    static ADDRESS: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
-    let about = sources
-        .iter()
-        .map(|s| subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage)))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .to_lowercase();
-    // An address still being written ("lena.kowalski@harborandco.") is none yet.
-    let mut addresses = ADDRESS.find_iter(answer).peekable();
-    addresses.peek().is_some()
-        && addresses.all(|address| about.contains(&address.as_str().to_lowercase()))
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.

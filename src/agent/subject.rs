@@ -1,5 +1,6 @@
-//! Who or what a question asks a fact about by name, and which of the text the model was given
-//! speaks of it: a fact asked for about someone must stand where that someone is named.
+//! What a question asks for by name: the kind of fact ([`Wanted`]: an email address, a phone
+//! number), and who or what it asks a fact about ([`Subject`]), with the text the model was
+//! given that speaks of them: a fact asked for about someone must stand where they are named.
 //!
 //! A small model asked a fact the notes hold about somebody else takes theirs: "When is
 //! Priya's birthday?" got "February 14, 2025", the day of a daily note where Elif had her
@@ -13,7 +14,75 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::gate::Wanted;
+use crate::sources::Source;
+
+/// A kind of fact a question asks for by name, which an answer must hold to be one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wanted {
+    /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
+    Email,
+    /// "Kenji's phone number?", "电话号码".
+    Phone,
+}
+
+impl Wanted {
+    /// The kind of fact `question` asks for by name, if any. Only the names of a thing a
+    /// person keeps: "Did I email Lena?" asks for no address.
+    pub(super) fn in_question(question: &str) -> Option<Wanted> {
+        static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)['’]s\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
+            )
+            .expect("valid regex")
+        });
+        static PHONE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|['’]s\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
+            )
+            .expect("valid regex")
+        });
+        if EMAIL.is_match(question) {
+            Some(Wanted::Email)
+        } else if PHONE.is_match(question) {
+            Some(Wanted::Phone)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `text` holds a fact of this kind: an address with an `@` and a domain; a run
+    /// of at least seven digits and the separators phone numbers are written with.
+    pub(super) fn held_in(self, text: &str) -> bool {
+        static EMAIL: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+\.").expect("valid regex"));
+        static DIGITS: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"[+(\d][\d \-().]{5,}").expect("valid regex"));
+        match self {
+            Wanted::Email => EMAIL.is_match(text),
+            Wanted::Phone => DIGITS
+                .find_iter(text)
+                .any(|run| run.as_str().bytes().filter(u8::is_ascii_digit).count() >= 7),
+        }
+    }
+}
+
+/// Whether `answer` states an email address and every one stands in what `sources` say of
+/// `subject`: the fact check reads numbers, not addresses, and "Wouter Kamp's email is
+/// lena.kowalski@…" took the address of the note it found.
+pub(super) fn addresses_about(subject: &Subject, answer: &str, sources: &[Source]) -> bool {
+    static ADDRESS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
+    let about = sources
+        .iter()
+        .map(|s| subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage)))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_lowercase();
+    // An address still being written ("lena.kowalski@harborandco.") is none yet.
+    let mut addresses = ADDRESS.find_iter(answer).peekable();
+    addresses.peek().is_some()
+        && addresses.all(|address| about.contains(&address.as_str().to_lowercase()))
+}
 
 /// Words that start with a capital in a question without being a name: question words,
 /// pronouns, articles, and the names of months and days (a date, not whom it is about).
