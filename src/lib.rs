@@ -128,20 +128,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
 /// `--verbose` or `RUST_LOG` asks for them.
 /// What a study command works on, from its flags: relative periods count from `--today`.
 fn study_scope(target: cli::StudyTarget, run: &cli::RunArgs) -> anyhow::Result<study::Scope> {
-    let period = match (target.from, target.to) {
-        (None, None) => None,
-        (from, to) => Some(obsidian_kb::dates::Period {
-            from: from.unwrap_or(chrono::NaiveDate::MIN),
-            to: to.unwrap_or(chrono::NaiveDate::MAX),
-        }),
-    };
-    if let Some(period) = period.filter(|p| p.from > p.to) {
-        anyhow::bail!(
-            "--from ({}) is after --to ({}); give the earlier day as --from",
-            period.from,
-            period.to
-        );
-    }
+    let period =
+        obsidian_kb::dates::Period::between(target.from, target.to).map_err(|(from, to)| {
+            anyhow::anyhow!("--from ({from}) is after --to ({to}); give the earlier day as --from")
+        })?;
     Ok(study::Scope {
         target: target.target.unwrap_or_default(),
         period,

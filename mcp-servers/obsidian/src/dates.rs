@@ -75,6 +75,26 @@ impl Period {
         }
     }
 
+    /// The days between two bounds, either left open (`None`: from the first day, to the
+    /// last); `Ok(None)` when both are. `Err` holds the bounds when `from` is after `to`,
+    /// for the caller to say so in its own words (a tool's argument, a command's flag).
+    pub fn between(
+        from: Option<NaiveDate>,
+        to: Option<NaiveDate>,
+    ) -> Result<Option<Period>, (NaiveDate, NaiveDate)> {
+        if from.is_none() && to.is_none() {
+            return Ok(None);
+        }
+        let period = Period {
+            from: from.unwrap_or(NaiveDate::MIN),
+            to: to.unwrap_or(NaiveDate::MAX),
+        };
+        if period.from > period.to {
+            return Err((period.from, period.to));
+        }
+        Ok(Some(period))
+    }
+
     /// A bound as a tool takes it: `2021-05-11`, `2021-05` or `2021`; a month or a year
     /// stands for its first day as a start (`end` false) and its last as an end.
     pub fn parse_bound(s: &str, end: bool) -> Option<NaiveDate> {
@@ -751,6 +771,29 @@ mod tests {
         );
         assert_eq!(Period::parse_bound("May 2021", true), None);
         assert_eq!(Period::parse_bound("2021-13-01", true), None);
+    }
+
+    #[test]
+    fn bounds_make_a_period_open_at_either_end() {
+        assert_eq!(Period::between(None, None), Ok(None));
+        let open_start = Period::between(None, Some(d("2021-05-31")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (open_start.from, open_start.to),
+            (NaiveDate::MIN, d("2021-05-31"))
+        );
+        assert_eq!(
+            Period::between(Some(d("2021-05-01")), Some(d("2021-05-31"))),
+            Ok(Some(Period {
+                from: d("2021-05-01"),
+                to: d("2021-05-31")
+            }))
+        );
+        assert_eq!(
+            Period::between(Some(d("2021-06-01")), Some(d("2021-05-31"))),
+            Err((d("2021-06-01"), d("2021-05-31")))
+        );
     }
 
     #[test]

@@ -14,7 +14,6 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use chrono::NaiveDate;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
@@ -194,20 +193,9 @@ fn period_asked(from: Option<&str>, to: Option<&str>) -> Result<Option<Period>, 
         }
     };
     let (from, to) = (bound("from", from, false)?, bound("to", to, true)?);
-    if from.is_none() && to.is_none() {
-        return Ok(None);
-    }
-    let period = Period {
-        from: from.unwrap_or(NaiveDate::MIN),
-        to: to.unwrap_or(NaiveDate::MAX),
-    };
-    if period.from > period.to {
-        return Err(format!(
-            "`from` ({}) is after `to` ({}); give the earlier date as `from`.",
-            period.from, period.to
-        ));
-    }
-    Ok(Some(period))
+    Period::between(from, to).map_err(|(from, to)| {
+        format!("`from` ({from}) is after `to` ({to}); give the earlier date as `from`.")
+    })
 }
 
 fn clamp_limit(l: Option<usize>, default: usize) -> usize {
