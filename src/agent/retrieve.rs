@@ -36,30 +36,75 @@ const OPENING_EXCERPT_CHARS: usize = 100;
 const WIDENED_EXCERPT_CHARS: usize = 400;
 
 /// Most search terms of its own (stemmed, stop words out) of a question that leans on the one
-/// before it: "And on Plus?", "How do I undo that?" (1), "Who is she?" (0); "How do I publish
-/// a website?" (2) stands alone.
+/// before it whatever its words: "And on Plus?", "How do I undo that?" (1), "Who is she?" (0);
+/// "How do I publish a website?" (2) stands alone unless it points back.
 const LEANING_TERMS: usize = 1;
+/// Most search terms of its own of a question that points back with a pronoun and still leans:
+/// "What kind of file does it save?" (3) leans; "Is it possible to sync my vault with
+/// Dropbox on Android?" (5) asks something new.
+const POINTING_TERMS: usize = 3;
+
+/// Words that open a question carried on from the one before ("And on Plus?", "What about
+/// iPad?", "还有 iPad 呢？"), lowercase.
+const CARRIED_ON: &str = "and, but, or, also, so, what about, how about, what if, 那么, 还有";
+/// Words that point back at what was said before: pronouns and demonstratives.
+const POINTING_WORDS: &str = "it its it's they them their theirs he him his she her hers \
+    this that these those";
+/// The same in Chinese, found anywhere in the question (no spaces between words there).
+/// Pronouns there do not open relative clauses as "that" does, so no count of words applies.
+const POINTING_WORDS_CJK: &str = "它 他 她 这 那 呢";
+
+/// Whether `question` leans on the conversation before it: few words of its own, or it opens
+/// as carrying on or points back with a pronoun and has few enough words of its own to be
+/// about what it points at. A question with words enough of its own may change the subject.
+fn leans_on_earlier(question: &str) -> bool {
+    let own = Tokenizer::default().query_terms(question).len();
+    let lower = question.trim_start().to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let carries_on = CARRIED_ON.split(", ").any(|opening| {
+        if opening.is_ascii() {
+            words.starts_with(&opening.split(' ').collect::<Vec<_>>())
+        } else {
+            lower.starts_with(opening)
+        }
+    });
+    let points_back = words
+        .iter()
+        .any(|w| POINTING_WORDS.split_whitespace().any(|p| p == *w));
+    let points_back_cjk = POINTING_WORDS_CJK
+        .split_whitespace()
+        .any(|p| question.contains(p));
+    own <= LEANING_TERMS || carries_on || points_back_cjk || (points_back && own <= POINTING_TERMS)
+}
 
 /// What the opening search looks for: the question as asked; a question that leans on the
-/// conversation (few words of its own, after an earlier question) with the earlier question
-/// before it, so that "And on Plus?" is searched as the plan it asks about. A question with
-/// words enough stands alone: it may change the subject.
+/// conversation ([`leans_on_earlier`]) with what the question before it was searched for
+/// (itself with the one before, where that leaned too), so that "And on Plus?" is searched as
+/// the plan it asks about and "When's his birthday?" as the person two questions back.
 pub(super) fn searched_for(question: &str, conversation: &[Message]) -> String {
-    let own = Tokenizer::default().query_terms(question).len();
-    // The conversation ends with this question; the one before is the earlier user message.
-    let earlier = conversation
+    let mut questions: Vec<&str> = conversation
         .iter()
-        .rev()
         .filter(|m| m.role == Role::User)
-        .nth(1);
-    match earlier {
-        Some(m) if own <= LEANING_TERMS => {
-            // A search takes at most 2,000 bytes; an earlier question may be a pasted page.
-            let earlier: String = m.content.chars().take(EARLIER_CHARS).collect();
-            format!("{earlier} {question}")
-        }
-        _ => question.to_string(),
+        .map(|m| m.content.as_str())
+        .collect();
+    // The conversation ends with this question.
+    questions.pop();
+    questions.push(question);
+    let mut searched: Option<String> = None;
+    for asked in questions {
+        searched = Some(match searched {
+            Some(earlier) if leans_on_earlier(asked) => {
+                // A search takes at most 2,000 bytes; an earlier question may be a pasted page.
+                let earlier: String = earlier.chars().take(EARLIER_CHARS).collect();
+                format!("{earlier} {asked}")
+            }
+            _ => asked.to_string(),
+        });
     }
+    searched.unwrap_or_default()
 }
 
 /// The day the conversation before this turn's question was last about: the last day an
@@ -217,5 +262,58 @@ mod tests {
         let long = "word ".repeat(1000);
         let conversation = [Message::user(&long), Message::user("Why?")];
         assert!(searched_for("Why?", &conversation).len() < 400);
+    }
+
+    #[test]
+    fn a_question_leans_when_it_carries_on_or_points_back_with_few_words_of_its_own() {
+        for leaning in [
+            "And the top one?",
+            "What if I go for Plus?",
+            "What about on my iPad?",
+            "How do I undo that later?",
+            "What kind of file does it save?",
+            "When's his birthday?",
+            "What's her phone number?",
+            "How many pages of it have I read?",
+            "还有 iPad 呢？",
+            "它支持哪些文件格式？",
+        ] {
+            assert!(leans_on_earlier(leaning), "{leaning}");
+        }
+        for alone in [
+            "How do I publish my notes as a website?",
+            "Is it possible to sync my vault with Dropbox on Android?",
+            "Where does Obsidian keep the settings of a vault?",
+            "Andrew's phone number?",
+            "如何安装社区插件？",
+        ] {
+            assert!(!leans_on_earlier(alone), "{alone}");
+        }
+    }
+
+    #[test]
+    fn a_question_leaning_on_a_leaning_one_is_searched_with_both() {
+        let conversation = [
+            Message::user("Who did I meet at the station in August 2022?"),
+            Message::assistant("Elias [1]."),
+            Message::user("What else did I do that day?"),
+            Message::assistant("Sports [1]."),
+            Message::user("When's his birthday?"),
+        ];
+        assert_eq!(
+            searched_for("When's his birthday?", &conversation),
+            "Who did I meet at the station in August 2022? What else did I do that day? \
+             When's his birthday?"
+        );
+        // A question of its own between them ends the chain.
+        let conversation = [
+            Message::user("Who did I meet at the station in August 2022?"),
+            Message::user("How much did the new bike cost in the spring?"),
+            Message::user("And the helmet?"),
+        ];
+        assert_eq!(
+            searched_for("And the helmet?", &conversation),
+            "How much did the new bike cost in the spring? And the helmet?"
+        );
     }
 }

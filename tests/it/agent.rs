@@ -1243,6 +1243,59 @@ fn a_follow_up_reads_earlier_results_as_the_turn_that_fetched_them() {
     assert_ne!(later[1], later[0], "this turn's sources are other passages");
 }
 
+/// A follow-up that points back with a pronoun ("What voltage does it need?") is searched with
+/// the question it leans on, though it has words of its own; one that asks something new is
+/// searched as asked.
+#[test]
+fn a_follow_up_pointing_back_is_searched_with_the_question_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(&vault).unwrap();
+    for (rel, text) in [
+        (
+            "Garden pump.md",
+            "The garden pump delivers 1,200 litres per hour.\n\nPower: 12 V.\n",
+        ),
+        ("Voltage.md", "Mains voltage in the house is 230 V.\n"),
+        ("Bike.md", "The bike was serviced in March.\n"),
+    ] {
+        std::fs::write(vault.join(rel), text).unwrap();
+    }
+    let rig = rig(&vault);
+    let mut conversation = Vec::new();
+    let searched = |turn: &Turn| {
+        let search = turn.steps.iter().find(|s| s.kind == "retrieve").unwrap();
+        search.calls[0].arguments["query"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut model = ScriptedModel::new(["1,200 litres per hour [1]."], 8192);
+    let first = "How much water does the garden pump deliver?";
+    rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        first,
+    );
+    let mut model = ScriptedModel::new(["12 V [1]."], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "What voltage does it need?",
+    );
+    assert_eq!(
+        searched(&turn),
+        format!("{first} What voltage does it need?")
+    );
+    assert_eq!(cited_uris(&turn), ["note://Garden pump"]);
+    let mut model = ScriptedModel::new(["In March [1]."], 8192);
+    let own = "When was the bike last serviced?";
+    let turn = rig.ask_in(&mut model, AgentOptions::default(), &mut conversation, own);
+    assert_eq!(searched(&turn), own);
+}
+
 /// "And the next day?" names a day by the one the conversation was about: it is searched
 /// within that next day, and a further "the day before" counts from there.
 #[test]
