@@ -345,6 +345,45 @@ fn blocks(body: &str, range: Range<usize>) -> Vec<Range<usize>> {
     out
 }
 
+/// Fenced blocks a plugin runs to list other notes (Dataview, Tasks, search): what they hold
+/// is a query, not what the note says.
+const QUERY_FENCES: &str = "dataview dataviewjs query tasks";
+
+/// Whether a passage's text says nothing a question could be answered from: only tags,
+/// punctuation and query blocks ([`QUERY_FENCES`]), as in a note that keeps its facts in its
+/// properties ("#games" and "....", or a person's note that is a Dataview table of meetings).
+pub fn says_nothing(text: &str) -> bool {
+    let mut query_fence: Option<(u8, usize)> = None;
+    for line in text.lines() {
+        let line = line.trim_start();
+        if let Some((c, n)) = query_fence {
+            if fence_of(line).is_some_and(|(d, m, rest)| d == c && m >= n && rest.trim().is_empty())
+            {
+                query_fence = None;
+            }
+            continue;
+        }
+        if let Some((c, n, info)) = fence_of(line) {
+            let language = info.split_whitespace().next().unwrap_or("");
+            if QUERY_FENCES
+                .split(' ')
+                .any(|q| q.eq_ignore_ascii_case(language))
+            {
+                query_fence = Some((c, n));
+                continue;
+            }
+        }
+        let says = line
+            .split_whitespace()
+            .filter(|word| !word.starts_with('#'))
+            .any(|word| word.chars().any(char::is_alphanumeric));
+        if says {
+            return false;
+        }
+    }
+    true
+}
+
 /// A fence line's character, length and the text after the fence.
 fn fence_of(line: &str) -> Option<(u8, usize, &str)> {
     let c = *line.as_bytes().first()?;
@@ -515,6 +554,19 @@ Body #real and [[Target#Sec|shown]] and [md](Other%20Note.md).\n\n```\n#notatag 
         let got = split(&"x".repeat(70), 32);
         let lens: Vec<usize> = got.iter().map(|(_, t)| t.len()).collect();
         assert_eq!(lens, [32, 32, 6]);
+    }
+
+    #[test]
+    fn tags_dots_and_queries_say_nothing() {
+        assert!(says_nothing("#games #genre/action"));
+        assert!(says_nothing("...."));
+        assert!(says_nothing(
+            "```dataview\nTABLE WITHOUT ID file.link\nFROM [[]]\n```\n\n````query\nbirthday\n````"
+        ));
+        assert!(!says_nothing("#books\n\npagesRead:: 55"));
+        assert!(!says_nothing("```rust\nfn main() {}\n```"));
+        // A query block ends at its fence; what follows is read.
+        assert!(!says_nothing("```dataview\nLIST\n```\nMet at the gym."));
     }
 
     #[test]

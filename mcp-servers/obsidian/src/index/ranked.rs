@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use super::{NoteEntry, VaultIndex, folder_filter};
 use crate::api;
 use crate::dates::Period;
+use crate::note;
 use crate::passage_order::passage_order;
 use crate::resolve;
 use crate::search::{self, Tokenizer};
@@ -309,7 +310,12 @@ fn best_passages(
         *properties = 0.0;
     }
     let similarities = similarities.filter(|s| s.len() == passages.len());
-    passage_order(&by_words, similarities, count)
+    // A passage that says nothing (tags, dots, a Dataview table) goes last, whatever its
+    // headings match: the note's facts are then in its properties or another section.
+    let mut order = passage_order(&by_words, similarities, passages.len());
+    order.sort_by_key(|&i| note::says_nothing(passages[i].text(&e.text)));
+    order.truncate(count);
+    order
         .into_iter()
         .map(|i| {
             let (heading_path, text) = e.passage_parts(&passages[i]);
