@@ -159,8 +159,9 @@ async fn list_notes_keeps_to_a_period_and_bad_dates_are_refused() {
 }
 
 /// A note's properties are a passage of their own (after its sections): chosen first where no
-/// section shares a word with the query, never over a section that does; a note whose only
-/// properties are internal ones (aliases, tags) has none.
+/// section shares a word with the query, never over a section that does, unless that section
+/// says nothing (tags, dots, a Dataview table); a note whose only properties are internal ones
+/// (aliases, tags) has none.
 #[tokio::test]
 async fn properties_are_a_passage_that_sections_come_before() {
     let fx = journal_vault();
@@ -177,7 +178,13 @@ async fn properties_are_a_passage_that_sections_come_before() {
             "Plain.md",
             "---\ntags: [misc]\naliases: [Simple]\n---\nLentils and barley.\n",
         ),
+        (
+            "Games/Valheim.md",
+            "---\ndeveloper: Iron Gate AB\nprice: 19.99\n---\n#games\n\n# Valheim\n\n....\n\n\
+             ## Sessions\n\n```dataview\nLIST FROM [[Valheim]]\n```\n",
+        ),
     ];
+    std::fs::create_dir_all(fx.vault.join("Games")).unwrap();
     for (rel, body) in files {
         std::fs::write(fx.vault.join(rel), body).unwrap();
     }
@@ -205,6 +212,14 @@ async fn properties_are_a_passage_that_sections_come_before() {
             .as_str()
             .unwrap()
             .starts_with("A description has"),
+        "{hit}"
+    );
+    // The sections under the title say nothing: the properties are the passage shown.
+    let r = call(&c, "search_notes", json!({"query": "Valheim sessions"})).await;
+    let hit = &structured(&r)["hits"][0];
+    assert_eq!(hit["uri"], "note://Games/Valheim");
+    assert!(
+        hit["passage"].as_str().unwrap().contains("price: 19.99"),
         "{hit}"
     );
     // Every passage of the plain note: its text alone.
