@@ -233,19 +233,18 @@ impl<'a> Restating<'a> {
 /// source's title ("Kenji" asked: "The phone number of Kenji Watanabe is [1]." adds nothing).
 /// An answer without the kind of fact the question asks for by name ([`Wanted`]) adds
 /// nothing either: "Marco's email is +31 6 2290 1184." is no email address; nor does one whose
-/// email address the sources give somebody else ([`addresses_about`]).
+/// email address the sources give somebody else, or none of them gives ([`addresses_about`]).
 pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
     let own = without_denials(&without_copied_headers(answer, sources));
     let wanted = Wanted::in_question(question);
     if wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
         return Adds::Nothing;
     }
-    if wanted == Some(Wanted::Email)
-        && let Some(subject) = Subject::of(question)
-    {
+    if wanted == Some(Wanted::Email) {
         // The address asked for is the answer, though its words may be the name asked about
-        // ("marco@bellini.it" for Marco Bellini); somebody else's is none.
-        return if addresses_about(&subject, &own, sources) {
+        // ("marco@bellini.it" for Marco Bellini); somebody else's, or nobody's, is none.
+        let subject = Subject::of(question);
+        return if addresses_about(subject.as_ref(), &own, sources) {
             Adds::Something
         } else {
             Adds::Nothing
@@ -393,6 +392,10 @@ mod tests {
             adds_own(question, &asked, "It is marco@bellini.it [2].", &with_marco),
             Adds::Something
         );
+        // Asked about nobody by name ("her"), an address must still stand in some source.
+        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_marco);
+        assert_eq!(hers("Her email is marco@bellini.it [2]."), Adds::Something);
+        assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
         // Asked for no address, none is wanted.
         let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &[]);
         assert_eq!(

@@ -27,17 +27,18 @@ pub(super) enum Wanted {
 
 impl Wanted {
     /// The kind of fact `question` asks for by name, if any. Only the names of a thing a
-    /// person keeps: "Did I email Lena?" asks for no address.
+    /// person keeps ("Lena's email", "her email", "email address"): "Did I email Lena?" asks
+    /// for no address.
     pub(super) fn in_question(question: &str) -> Option<Wanted> {
         static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)['’]s\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
+                r"(?i)(?:['’]s|\b(?:my|your|his|her|their))\s+e-?mail\b|\be-?mail\s+(?:address|of|for)\b|邮箱|電子メール|メールアドレス|이메일\s*주소",
             )
             .expect("valid regex")
         });
         static PHONE: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|['’]s\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
+                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|(?:['’]s|\b(?:my|your|his|her|their))\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
             )
             .expect("valid regex")
         });
@@ -67,14 +68,21 @@ impl Wanted {
 }
 
 /// Whether `answer` states an email address and every one stands in what `sources` say of
-/// `subject`: the fact check reads numbers, not addresses, and "Wouter Kamp's email is
-/// lena.kowalski@…" took the address of the note it found.
-pub(super) fn addresses_about(subject: &Subject, answer: &str, sources: &[Source]) -> bool {
+/// `subject` (in all they say, without one): the fact check reads numbers, not addresses, and
+/// "Wouter Kamp's email is lena.kowalski@…" took the address of the note it found, "What's her
+/// email?" got "bettyt@example.com", which no note holds.
+pub(super) fn addresses_about(subject: Option<&Subject>, answer: &str, sources: &[Source]) -> bool {
     static ADDRESS: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
     let about = sources
         .iter()
-        .map(|s| subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage)))
+        .map(|s| {
+            let text = format!("{}\n{}", s.text, s.passage);
+            match subject {
+                Some(subject) => subject.about(&s.label(), &text),
+                None => text,
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
         .to_lowercase();
