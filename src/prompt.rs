@@ -399,12 +399,18 @@ impl ChatTemplate {
     /// The answer step's closing instruction: answer `question` from the `count` numbered
     /// sources and cite them by number; in the question's language when its script says it
     /// ([`Language`]), else as written (the English prompt is unchanged).
-    pub fn answer_instruction(&self, question: &str, count: usize) -> Result<String, PromptError> {
+    pub fn answer_instruction(
+        &self,
+        question: &str,
+        context: Option<&str>,
+        count: usize,
+    ) -> Result<String, PromptError> {
         let language = Language::of(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({
                 "question": question,
+                "context": context,
                 "count": count,
                 "language": language.map(Language::name),
                 "notes_lack_it": language.map(crate::language::notes_lack_it),
@@ -417,12 +423,17 @@ impl ChatTemplate {
     /// question's language, for a small model copies a sentence given in its language as the
     /// answer (Qwen2.5-1.5B, the gold passage alone, 11 Chinese questions: 10 of 11 wrote
     /// "笔记中没有说明。", 0 of 11 with the English wording).
-    pub fn reread_instruction(&self, question: &str) -> Result<String, PromptError> {
+    pub fn reread_instruction(
+        &self,
+        question: &str,
+        context: Option<&str>,
+    ) -> Result<String, PromptError> {
         let language = Language::of(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({
                 "question": question,
+                "context": context,
                 "count": 1,
                 "language": language.map(Language::name),
             }),

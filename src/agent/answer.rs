@@ -16,6 +16,8 @@ use super::cite::{OpeningSources, unattributed};
 use super::gate::{FactGate, Restating, adds_own};
 use super::subject::Subject;
 use super::{Agent, AgentError};
+use obsidian_kb::dates::Period;
+
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};
@@ -37,6 +39,31 @@ const REREAD_CHARS: usize = 1600;
 /// ([`support::held_share`]).
 const REREAD_HELD_SHARE: f32 = 0.5;
 
+/// The question the answer step answers, with what it means beyond its own words.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asked<'a> {
+    /// The question as the person asked it.
+    pub(super) question: &'a str,
+    /// What a follow-up leans on: the earlier question it was searched with.
+    pub(super) follows: Option<&'a str>,
+    /// The day or period a follow-up asks about ("the night before").
+    pub(super) period: Option<Period>,
+}
+
+impl Asked<'_> {
+    /// What the answer instruction says of the question before asking it: the question it
+    /// follows, and the day or period it means; `None` for a question that stands alone.
+    fn context(&self) -> Option<String> {
+        let follows = self.follows?;
+        Some(match self.period {
+            Some(period) => {
+                format!("It follows the question \"{follows}\" and asks about {period}.")
+            }
+            None => format!("It follows the question \"{follows}\"."),
+        })
+    }
+}
+
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// The answer step: the conversation without schemas or calls plus a reminder to answer
     /// from the numbered sources, generated under a grammar that cannot open a call. When the model
@@ -49,17 +76,19 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     pub(super) fn answer(
         &mut self,
         conversation: &[Message],
-        question: &str,
+        asked: &Asked,
         sources: &Sources,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
+        let question = asked.question;
         let instruction = if sources.list().is_empty() {
             None
         } else {
-            Some(
-                self.template
-                    .answer_instruction(question, sources.list().len())?,
-            )
+            Some(self.template.answer_instruction(
+                question,
+                asked.context().as_deref(),
+                sources.list().len(),
+            )?)
         };
         let mut messages = for_answer(conversation);
         messages.extend(instruction.iter().map(Message::user));
@@ -179,9 +208,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     pub(super) fn reread(
         &mut self,
         conversation: &[Message],
-        question: &str,
+        asked: &Asked,
         sources: &mut Sources,
     ) -> Result<Reading, AgentError> {
+        let (question, context) = (asked.question, asked.context());
         // The conversation up to this turn's question: its calls and results make way for
         // the one source.
         let asked = conversation
@@ -190,7 +220,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .map_or(conversation.len(), |at| at + 1);
         let mut messages = for_answer(&conversation[..asked]);
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
-        let instruction = self.template.reread_instruction(question)?;
+        let instruction = self
+            .template
+            .reread_instruction(question, context.as_deref())?;
         messages.push(Message::user(&instruction));
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
         let answer = completion.text.trim();

@@ -54,7 +54,7 @@ use crate::sources::{Citation, Claim, Sources};
 use crate::tool::{ToolCall, ToolHost, ToolRoute};
 use crate::vault::VaultTools;
 
-use answer::{Answered, Reading, quote_sources};
+use answer::{Answered, Asked, Reading, quote_sources};
 use gate::HoldBack;
 
 /// The agent's standing instructions (the system message).
@@ -283,14 +283,24 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             signatures: Vec::new(),
         };
 
-        // What the turn searches for: the question, or a follow-up with the one it leans on.
-        let query = retrieve::searched_for(question, conversation);
+        // What the turn searches for: the question, or a follow-up with the one it leans on,
+        // within the day or period it names.
+        let searched = retrieve::searched_for(question, conversation);
+        let query = searched.query.as_str();
+        let period = retrieve::period_asked(question, query, conversation, self.options.today);
         let retrieved = match &vault {
-            Some(vault) => {
-                self.open(vault, question, &query, &tools, conversation, &mut gathered)?
-            }
+            Some(vault) => self.open(vault, query, period, &tools, conversation, &mut gathered)?,
             None => false,
         };
+        // A follow-up is answered as what it follows on from: "And the night before?" reads
+        // as a question about that night only when told which question it follows and which
+        // day it means.
+        let asked = Asked {
+            question,
+            follows: searched.follows.as_deref(),
+            period: period.filter(|_| searched.follows.is_some()),
+        };
+        let asked = &asked;
 
         // Answer first: the passages usually hold the answer, and a decision step costs a
         // prompt with every schema in it. Only "the notes do not say" is held back from the
@@ -298,7 +308,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let mut held = None;
         if retrieved && self.options.answer_first {
             let (answered, shown) =
-                self.answer_held(conversation, question, &gathered.sources, on_text)?;
+                self.answer_held(conversation, asked, &gathered.sources, on_text)?;
             if !(answered.notes_lack_it && shown.holding()) {
                 return Ok(finish(conversation, question, gathered, answered, on_text));
             }
@@ -310,7 +320,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         {
             self.retrieve(
                 vault,
-                &retrieve::wider(&query),
+                &retrieve::wider(query),
                 &tools,
                 conversation,
                 &mut gathered,
@@ -325,7 +335,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .steps
                     .insert(at, step("answer", &first.completion, Vec::new()));
                 let (answered, shown) =
-                    self.answer_held(conversation, question, &gathered.sources, on_text)?;
+                    self.answer_held(conversation, asked, &gathered.sources, on_text)?;
                 if !(answered.notes_lack_it && shown.holding()) {
                     return Ok(finish(conversation, question, gathered, answered, on_text));
                 }
@@ -355,17 +365,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                         .steps
                         .insert(at, step("answer", &first.completion, Vec::new()));
                 }
-                self.answer_held(conversation, question, &gathered.sources, on_text)?
+                self.answer_held(conversation, asked, &gathered.sources, on_text)?
             }
         };
-        let answered = self.settle(
-            conversation,
-            question,
-            &mut gathered,
-            answered,
-            shown,
-            on_text,
-        )?;
+        let answered = self.settle(conversation, asked, &mut gathered, answered, shown, on_text)?;
         Ok(finish(conversation, question, gathered, answered, on_text))
     }
 
@@ -374,12 +377,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     fn answer_held(
         &mut self,
         conversation: &[Message],
-        question: &str,
+        asked: &Asked,
         sources: &Sources,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<(Answered, HoldBack), AgentError> {
         let mut shown = HoldBack::default();
-        let answered = self.answer(conversation, question, sources, &mut |text| {
+        let answered = self.answer(conversation, asked, sources, &mut |text| {
             shown.pass(text, on_text)
         })?;
         Ok((answered, shown))
@@ -393,7 +396,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     fn settle(
         &mut self,
         conversation: &[Message],
-        question: &str,
+        asked: &Asked,
         gathered: &mut Gathered,
         answered: Answered,
         mut shown: HoldBack,
@@ -403,7 +406,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let _ = shown.release(on_text);
             return Ok(answered);
         }
-        match self.reread(conversation, question, &mut gathered.sources)? {
+        match self.reread(conversation, asked, &mut gathered.sources)? {
             Reading::Found(found) => {
                 gathered
                     .steps

@@ -80,11 +80,21 @@ fn leans_on_earlier(question: &str) -> bool {
     own <= LEANING_TERMS || carries_on || points_back_cjk || (points_back && own <= POINTING_TERMS)
 }
 
+/// What a turn searches for ([`searched_for`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Searched {
+    /// The search's words: the question, after what it leans on.
+    pub(super) query: String,
+    /// What the question leans on: the earlier question (with those it leaned on in turn)
+    /// searched with it; `None` for a question searched as asked.
+    pub(super) follows: Option<String>,
+}
+
 /// What the opening search looks for: the question as asked; a question that leans on the
 /// conversation ([`leans_on_earlier`]) with what the question before it was searched for
 /// (itself with the one before, where that leaned too), so that "And on Plus?" is searched as
 /// the plan it asks about and "When's his birthday?" as the person two questions back.
-pub(super) fn searched_for(question: &str, conversation: &[Message]) -> String {
+pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched {
     let mut questions: Vec<&str> = conversation
         .iter()
         .filter(|m| m.role == Role::User)
@@ -92,19 +102,48 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> String {
         .collect();
     // The conversation ends with this question.
     questions.pop();
-    questions.push(question);
     let mut searched: Option<String> = None;
     for asked in questions {
         searched = Some(match searched {
-            Some(earlier) if leans_on_earlier(asked) => {
-                // A search takes at most 2,000 bytes; an earlier question may be a pasted page.
-                let earlier: String = earlier.chars().take(EARLIER_CHARS).collect();
-                format!("{earlier} {asked}")
-            }
+            Some(earlier) if leans_on_earlier(asked) => leaning(&earlier, asked),
             _ => asked.to_string(),
         });
     }
-    searched.unwrap_or_default()
+    match searched {
+        Some(earlier) if leans_on_earlier(question) => {
+            let query = leaning(&earlier, question);
+            let follows = query[..query.len() - question.len()].trim_end().to_string();
+            Searched {
+                query,
+                follows: Some(follows),
+            }
+        }
+        _ => Searched {
+            query: question.to_string(),
+            follows: None,
+        },
+    }
+}
+
+/// A question searched after what the one before it was searched for.
+fn leaning(earlier: &str, question: &str) -> String {
+    // A search takes at most 2,000 bytes; an earlier question may be a pasted page.
+    let earlier: String = earlier.chars().take(EARLIER_CHARS).collect();
+    format!("{earlier} {question}")
+}
+
+/// The day or period the turn's question is about, when it names one: by its own words
+/// ("on 5 Jan 2022", "last week", counted from `today`), by the day the conversation was
+/// about ("And the next day?"), or by what it leans on (`query`).
+pub(super) fn period_asked(
+    question: &str,
+    query: &str,
+    conversation: &[Message],
+    today: NaiveDate,
+) -> Option<Period> {
+    dates::period_named(question, today)
+        .or_else(|| dates::after_anchor(question, day_talked_about(conversation, today)?))
+        .or_else(|| dates::period_named(query, today))
 }
 
 /// The day the conversation before this turn's question was last about: the last day an
@@ -165,25 +204,20 @@ pub(super) fn wider(query: &str) -> api::SearchParams {
 }
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
-    /// The opening searches. A question that names a day or a period ("on 5 Jan 2022",
-    /// "last week", counted from [`super::AgentOptions::today`]) is searched within it
-    /// first: a daily note shares few words with a question about its day, and the vault
-    /// knows each note's dates. The question searched as asked fills the passages left.
-    /// Returns whether a search ran.
+    /// The opening searches. A question that names a day or a period ([`period_asked`]) is
+    /// searched within it first: a daily note shares few words with a question about its
+    /// day, and the vault knows each note's dates. The question searched as asked (`query`)
+    /// fills the passages left. Returns whether a search ran.
     pub(super) fn open(
         &mut self,
         vault: &VaultTools,
-        question: &str,
         query: &str,
+        period: Option<Period>,
         tools: &[ToolSpec],
         conversation: &mut Vec<Message>,
         gathered: &mut Gathered,
     ) -> Result<bool, AgentError> {
-        let today = self.options.today;
         let mut ran = false;
-        let period = dates::period_named(question, today)
-            .or_else(|| dates::after_anchor(question, day_talked_about(conversation, today)?))
-            .or_else(|| dates::period_named(query, today));
         if let Some(period) = period {
             let dated = opening(query, RETRIEVED_PASSAGES, Some(period));
             ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
@@ -249,19 +283,19 @@ mod tests {
             Message::user("And on Plus?"),
         ];
         assert_eq!(
-            searched_for("And on Plus?", &conversation),
+            searched_for("And on Plus?", &conversation).query,
             "What's the largest file I can sync on Sync Standard? And on Plus?"
         );
         // Words enough of its own: it may change the subject.
         let own = "How do I publish my notes as a website?";
         conversation.push(Message::user(own));
-        assert_eq!(searched_for(own, &conversation), own);
+        assert_eq!(searched_for(own, &conversation).query, own);
         // The first question of a conversation has nothing to lean on.
-        assert_eq!(searched_for("Why?", &conversation[..2]), "Why?");
+        assert_eq!(searched_for("Why?", &conversation[..2]).query, "Why?");
         // A long earlier question is cut.
         let long = "word ".repeat(1000);
         let conversation = [Message::user(&long), Message::user("Why?")];
-        assert!(searched_for("Why?", &conversation).len() < 400);
+        assert!(searched_for("Why?", &conversation).query.len() < 400);
     }
 
     #[test]
@@ -300,10 +334,15 @@ mod tests {
             Message::assistant("Sports [1]."),
             Message::user("When's his birthday?"),
         ];
+        let searched = searched_for("When's his birthday?", &conversation);
         assert_eq!(
-            searched_for("When's his birthday?", &conversation),
+            searched.query,
             "Who did I meet at the station in August 2022? What else did I do that day? \
              When's his birthday?"
+        );
+        assert_eq!(
+            searched.follows.as_deref(),
+            Some("Who did I meet at the station in August 2022? What else did I do that day?")
         );
         // A question of its own between them ends the chain.
         let conversation = [
@@ -312,7 +351,7 @@ mod tests {
             Message::user("And the helmet?"),
         ];
         assert_eq!(
-            searched_for("And the helmet?", &conversation),
+            searched_for("And the helmet?", &conversation).query,
             "How much did the new bike cost in the spring? And the helmet?"
         );
     }

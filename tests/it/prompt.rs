@@ -455,7 +455,7 @@ fn every_builtin_template_is_registered_and_compiles() {
 #[test]
 fn the_answer_instruction_names_the_question_and_the_source_range() {
     let text = ChatTemplate::llama3()
-        .answer_instruction("When is the midterm?", 3)
+        .answer_instruction("When is the midterm?", None, 3)
         .unwrap();
     assert_eq!(
         text,
@@ -466,12 +466,32 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
     );
 }
 
+/// A follow-up is asked with what it follows on from, after the question itself.
+#[test]
+fn the_answer_instruction_says_what_a_follow_up_follows() {
+    let text = ChatTemplate::llama3()
+        .answer_instruction(
+            "And the night before?",
+            Some("It follows the question \"When did I go to bed on 20 Jan?\" and asks about 2022-01-19."),
+            2,
+        )
+        .unwrap();
+    assert!(
+        text.starts_with(
+            "Answer this question from the numbered sources above: And the night before?\n\
+             It follows the question \"When did I go to bed on 20 Jan?\" and asks about \
+             2022-01-19.\nAnswer in at most three sentences"
+        ),
+        "{text}"
+    );
+}
+
 /// A question in Chinese, Japanese or Korean is answered in its language, and the sentence for
 /// "the notes do not say" is given in it, as the agent recognises it.
 #[test]
 fn the_answer_instruction_names_a_cjk_questions_language() {
     let text = ChatTemplate::llama3()
-        .answer_instruction("快照会保留多久？", 2)
+        .answer_instruction("快照会保留多久？", None, 2)
         .unwrap();
     assert_eq!(
         text,
@@ -481,7 +501,7 @@ fn the_answer_instruction_names_a_cjk_questions_language() {
          only sources 1 to 2. If the sources do not say, answer \"笔记中没有说明。\"."
     );
     let korean = ChatTemplate::llama3()
-        .answer_instruction("동기화는 어떻게 하나요?", 2)
+        .answer_instruction("동기화는 어떻게 하나요?", None, 2)
         .unwrap();
     assert!(korean.contains("written in Korean"), "{korean}");
     assert!(
@@ -492,7 +512,7 @@ fn the_answer_instruction_names_a_cjk_questions_language() {
     // A second reading asks about one source, and for "the notes do not say" in English: a
     // sentence given in the question's language is what a small model copies.
     let reread = ChatTemplate::llama3()
-        .reread_instruction("快照会保留多久？")
+        .reread_instruction("快照会保留多久？", None)
         .unwrap();
     assert_eq!(
         reread,
