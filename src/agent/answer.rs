@@ -44,23 +44,17 @@ const REREAD_HELD_SHARE: f32 = 0.5;
 pub(super) struct Asked<'a> {
     /// The question as the person asked it.
     pub(super) question: &'a str,
-    /// What a follow-up leans on: the earlier question it was searched with.
-    pub(super) follows: Option<&'a str>,
-    /// The day or period a follow-up asks about ("the night before").
+    /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
 }
 
 impl Asked<'_> {
-    /// What the answer instruction says of the question before asking it: the question it
-    /// follows, and the day or period it means; `None` for a question that stands alone.
+    /// What the answer instruction says of the question after asking it: the day or period a
+    /// follow-up means; `None` otherwise. Only the day: told the question a follow-up follows
+    /// on from, Qwen2.5-1.5B answered that one instead ("And video?" got the image formats
+    /// asked before; 16 fresh conversations, keyword written 8 → 6).
     fn context(&self) -> Option<String> {
-        let follows = self.follows?;
-        Some(match self.period {
-            Some(period) => {
-                format!("It follows the question \"{follows}\" and asks about {period}.")
-            }
-            None => format!("It follows the question \"{follows}\"."),
-        })
+        self.period.map(|period| format!("It asks about {period}."))
     }
 }
 

@@ -292,12 +292,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Some(vault) => self.open(vault, query, period, &tools, conversation, &mut gathered)?,
             None => false,
         };
-        // A follow-up is answered as what it follows on from: "And the night before?" reads
-        // as a question about that night only when told which question it follows and which
-        // day it means.
+        // A follow-up naming a day by another ("And the night before?") is answered about
+        // that day only when told which it is.
         let asked = Asked {
             question,
-            follows: searched.follows.as_deref(),
             period: period.filter(|_| searched.follows.is_some()),
         };
         let asked = &asked;

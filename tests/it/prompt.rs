@@ -466,21 +466,21 @@ fn the_answer_instruction_names_the_question_and_the_source_range() {
     );
 }
 
-/// A follow-up is asked with what it follows on from, after the question itself.
+/// What the agent adds of a question's meaning (the day a follow-up means) comes right after
+/// the question.
 #[test]
-fn the_answer_instruction_says_what_a_follow_up_follows() {
+fn the_answer_instruction_says_the_day_a_follow_up_means() {
     let text = ChatTemplate::llama3()
         .answer_instruction(
             "And the night before?",
-            Some("It follows the question \"When did I go to bed on 20 Jan?\" and asks about 2022-01-19."),
+            Some("It asks about 2022-01-19."),
             2,
         )
         .unwrap();
     assert!(
         text.starts_with(
             "Answer this question from the numbered sources above: And the night before?\n\
-             It follows the question \"When did I go to bed on 20 Jan?\" and asks about \
-             2022-01-19.\nAnswer in at most three sentences"
+             It asks about 2022-01-19.\nAnswer in at most three sentences"
         ),
         "{text}"
     );
