@@ -8,6 +8,7 @@ use obsidian_kb::search::Tokenizer;
 
 use super::calls::render_results;
 use super::decide::call_signature;
+use super::subject::names_in;
 use super::{Agent, AgentError, Gathered, StepRecord};
 use crate::engine::{ChatModel, GenerationStats};
 use crate::prompt::{Message, Role};
@@ -111,8 +112,19 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
     }
     match searched {
         Some(earlier) if leans_on_earlier(question) => {
-            let query = leaning(&earlier, question);
+            let mut query = leaning(&earlier, question);
             let follows = query[..query.len() - question.len()].trim_end().to_string();
+            // "What's her phone number?" after "Sophie was out shopping …": the person is
+            // named in the answer before, not in any question.
+            if points_at_a_person(question) {
+                for name in names_answered(conversation)
+                    .into_iter()
+                    .take(ANSWERED_NAMES)
+                {
+                    query.push(' ');
+                    query.push_str(&name);
+                }
+            }
             Searched {
                 query,
                 follows: Some(follows),
@@ -123,6 +135,30 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
             follows: None,
         },
     }
+}
+
+/// Pronouns that point back at a person, not a thing.
+const PERSON_PRONOUNS: &str = "he him his she her hers";
+/// Most names of the answer before that a follow-up pointing at a person is searched with.
+const ANSWERED_NAMES: usize = 3;
+
+/// Whether `question` points back at a person ("When's his birthday?").
+fn points_at_a_person(question: &str) -> bool {
+    question
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|word| PERSON_PRONOUNS.split(' ').any(|p| p == word))
+}
+
+/// The names the last answer of the conversation gave, in its own words (its first
+/// paragraph: quoted passages follow a blank line).
+fn names_answered(conversation: &[Message]) -> Vec<String> {
+    let answer = conversation
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .map_or("", |m| m.content.as_str());
+    names_in(answer.split("\n\n").next().unwrap_or(""))
 }
 
 /// A question searched after what the one before it was searched for.
@@ -323,6 +359,31 @@ mod tests {
         ] {
             assert!(!leans_on_earlier(alone), "{alone}");
         }
+    }
+
+    #[test]
+    fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave() {
+        let first = "Who was out shopping at the start of February 2022?";
+        let mut conversation = vec![
+            Message::user(first),
+            Message::assistant("[search_notes(query=\"shopping\")]"),
+            Message::assistant(
+                "Based on the notes, Sophie was out shopping on 1 February. [1]\n\n\
+                 The most relevant passages:\n[1] Daily Note › Errands",
+            ),
+            Message::user("What's her phone number?"),
+        ];
+        let searched = searched_for("What's her phone number?", &conversation);
+        assert_eq!(
+            searched.query,
+            format!("{first} What's her phone number? sophie")
+        );
+        assert_eq!(searched.follows.as_deref(), Some(first));
+        // A thing pointed back at is searched without the answer's names.
+        conversation.push(Message::assistant("Sophie's number is 0612 [1]."));
+        conversation.push(Message::user("How much does it cost?"));
+        let searched = searched_for("How much does it cost?", &conversation);
+        assert!(!searched.query.contains("sophie"), "{}", searched.query);
     }
 
     #[test]

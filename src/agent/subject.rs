@@ -121,20 +121,7 @@ impl Subject {
         if !ASKS_A_FACT.is_match(question) && Wanted::in_question(question).is_none() {
             return None;
         }
-        let mut names: Vec<String> = Vec::new();
-        for word in words(question).skip(1) {
-            let word = word
-                .strip_suffix("'s")
-                .or_else(|| word.strip_suffix("’s"))
-                .unwrap_or(word);
-            let lower = word.to_lowercase();
-            if word.starts_with(char::is_uppercase)
-                && !NOT_NAMES.split_whitespace().any(|not| not == lower)
-                && !names.contains(&lower)
-            {
-                names.push(lower);
-            }
-        }
+        let names = names_in(question);
         (!names.is_empty()).then_some(Subject { names })
     }
 
@@ -189,6 +176,31 @@ impl Subject {
     }
 }
 
+/// The names `text` gives, lowercase, each once: words written with a capital past the
+/// first of their sentence, less [`NOT_NAMES`] ("Sophie was out shopping. The note says
+/// Sophie B …" names "sophie" and "b").
+pub(super) fn names_in(text: &str) -> Vec<String> {
+    static SENTENCE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?。！？](\s|$)").expect("valid regex"));
+    let mut names: Vec<String> = Vec::new();
+    for sentence in SENTENCE.split(text) {
+        for word in words(sentence).skip(1) {
+            let word = word
+                .strip_suffix("'s")
+                .or_else(|| word.strip_suffix("’s"))
+                .unwrap_or(word);
+            let lower = word.to_lowercase();
+            if word.starts_with(char::is_uppercase)
+                && !NOT_NAMES.split_whitespace().any(|not| not == lower)
+                && !names.contains(&lower)
+            {
+                names.push(lower);
+            }
+        }
+    }
+    names
+}
+
 /// The words of `text`: runs of letters, digits and apostrophes.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
@@ -199,6 +211,18 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_capitalised_words_past_the_first_of_their_sentence() {
+        assert_eq!(
+            names_in(
+                "Based on the notes, Sophie was out in February. The note says Sophie B left."
+            ),
+            ["sophie", "b"]
+        );
+        assert_eq!(names_in("I met AB1908 at the gym!"), ["ab1908"]);
+        assert!(names_in("the notes do not say.").is_empty());
+    }
 
     fn names(question: &str) -> Option<Vec<String>> {
         Subject::of(question).map(|s| s.names)
