@@ -12,12 +12,12 @@
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
+use obsidian_kb::dates::Period;
+
 use super::cite::{OpeningSources, unattributed};
 use super::gate::{FactGate, Restating, adds_own};
 use super::subject::Subject;
 use super::{Agent, AgentError};
-use obsidian_kb::dates::Period;
-
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};

@@ -296,7 +296,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // that day only when told which it is.
         let asked = Asked {
             question,
-            period: period.filter(|_| searched.follows.is_some()),
+            period: period.filter(|_| searched.leans),
         };
         let asked = &asked;
 
