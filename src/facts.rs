@@ -79,9 +79,13 @@ pub struct KnownFacts {
     /// The parts of every time or date, sorted: the same date written in another order
     /// (`11/05/2021` for `2021-05-11`, or `May 11, 2021`).
     dates: HashSet<Vec<String>>,
-    /// All the text, lowercase, without whitespace and backticks: where key combinations are
-    /// looked for (a source may write `Ctrl + Shift + O` or `Cmd/Ctrl+Shift+O`).
+    /// All the text, lowercase, without whitespace and backticks: where amounts are looked
+    /// for (a source may write `4 GB`).
     squeezed: String,
+    /// All the text, lowercase, without backticks and the spaces around a `+`: where key
+    /// combinations are looked for, word edges kept (a source may write `Ctrl + Shift + O`
+    /// or `Cmd/Ctrl+Shift+O`).
+    combinations: String,
 }
 
 impl KnownFacts {
@@ -90,6 +94,7 @@ impl KnownFacts {
         let mut numbers = HashSet::new();
         let mut dates = HashSet::new();
         let mut squeezed = String::new();
+        let mut combinations = String::new();
         for text in texts {
             for found in FACT.find_iter(text) {
                 if let Fact::Number { whole, mut parts } = Fact::read(found.as_str()) {
@@ -106,14 +111,17 @@ impl KnownFacts {
                     .captures_iter(text)
                     .filter_map(|date| named_date(&date)),
             );
-            let either = EITHER_MODIFIER.replace_all(text, "$1$3 $2$3");
-            squeezed.push_str(&squeeze(&either));
+            squeezed.push_str(&squeeze(text));
             squeezed.push('\n');
+            let either = EITHER_MODIFIER.replace_all(text, "$1$3 $2$3");
+            combinations.push_str(&squeeze_keys(&either));
+            combinations.push('\n');
         }
         KnownFacts {
             numbers,
             dates,
             squeezed,
+            combinations,
         }
     }
 
@@ -154,6 +162,17 @@ impl KnownFacts {
         unsupported
     }
 
+    /// Whether the sources write the squeezed combination `keys` as a whole: `Ctrl+T` is not
+    /// `Ctrl+Tab`.
+    fn holds_keys(&self, keys: &str) -> bool {
+        let text = &self.combinations;
+        text.match_indices(keys).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + keys.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    }
+
     fn holds(&self, fact: &Fact) -> bool {
         match fact {
             Fact::Number { whole, parts } => {
@@ -163,28 +182,46 @@ impl KnownFacts {
             }
             // A combination at the end of a sentence may carry its full stop.
             Fact::Keys(keys) => {
-                self.squeezed.contains(keys.as_str())
-                    || self
-                        .squeezed
-                        .contains(keys.trim_end_matches(['.', ',', ';', ':', ')']))
+                self.holds_keys(keys)
+                    || self.holds_keys(keys.trim_end_matches(['.', ',', ';', ':', ')']))
             }
         }
     }
 }
 
-/// Whether `text` ends where a fact may be beginning: in a digit, or in a word that is, or may
-/// become, a modifier key's name. A stream holds such text back until the fact is whole.
-pub fn may_begin_fact(text: &str) -> bool {
+/// Where the end of `text` may be a fact still being written, if it may: a word with a digit
+/// in it, marks that may open one, or a key combination not yet whole (a modifier key's name or the start of one, then
+/// any keys joined by `+`, and perhaps a `+` still waiting for its key: `Ctrl+`, `` `Cmd + ``).
+/// A stream holds the text from there back until the fact is whole: shown before it is, a
+/// combination streamed a token at a time (`Ctrl`, `+`, `Shift`, `+D`) would never be checked.
+pub fn unfinished_fact(text: &str) -> Option<usize> {
+    static UNFINISHED_KEYS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)(?:\s*[+]\s*[\p{L}\p{N}]+)*\s*[+]?\s*$",
+        )
+        .expect("valid regex")
+    });
     const MODIFIERS: [&str; 11] = [
         "ctrl", "control", "cmd", "command", "alt", "option", "opt", "shift", "win", "super",
         "meta",
     ];
+    if let Some(keys) = UNFINISHED_KEYS.find(text) {
+        // From the start of the word it stands in (`` `Ctrl ``), as a whole fact is held.
+        let word = text[..keys.start()]
+            .char_indices()
+            .rfind(|(_, c)| c.is_whitespace())
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        return Some(word);
+    }
     let word = text.rsplit(char::is_whitespace).next().unwrap_or("");
     let name = word
         .trim_start_matches(|c: char| !c.is_alphanumeric())
         .to_lowercase();
-    word.chars().any(|c| c.is_ascii_digit())
-        || (!name.is_empty() && MODIFIERS.iter().any(|m| m.starts_with(&name)))
+    // Marks alone (`` ` ``, `(`, `**`) may open one too.
+    let may_begin = word.chars().any(|c| c.is_ascii_digit())
+        || (name.is_empty() && !word.is_empty())
+        || (!name.is_empty() && MODIFIERS.iter().any(|m| m.starts_with(&name)));
+    may_begin.then(|| text.len() - word.len())
 }
 
 /// Where the clause that begins `text` ends: after a sentence or clause mark followed by
@@ -214,14 +251,14 @@ enum Fact {
     /// A number: thousands separators taken out, and each part of a time or date (`09:00`,
     /// `2021-05-11`) without its leading zeros.
     Number { whole: String, parts: Vec<String> },
-    /// A key combination, squeezed ([`squeeze`]).
+    /// A key combination, squeezed ([`squeeze_keys`]).
     Keys(String),
 }
 
 impl Fact {
     fn read(found: &str) -> Fact {
         if !found.starts_with(|c: char| c.is_ascii_digit()) {
-            return Fact::Keys(squeeze(found));
+            return Fact::Keys(squeeze_keys(found));
         }
         let plain = THOUSANDS.replace_all(found, "$1$2");
         let plain = THOUSANDS.replace_all(&plain, "$1$2");
@@ -281,6 +318,16 @@ fn squeeze(text: &str) -> String {
         .filter(|c| !c.is_whitespace() && *c != '`')
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// Lowercase, without backticks and the whitespace around each `+` (other whitespace kept:
+/// a combination's edges are word edges).
+fn squeeze_keys(text: &str) -> String {
+    static AROUND_PLUS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\s*\+\s*").expect("valid regex"));
+    AROUND_PLUS
+        .replace_all(&text.replace('`', ""), "+")
+        .to_lowercase()
 }
 
 /// `text` with its citation marks blanked out (their numbers are no facts).
@@ -376,17 +423,40 @@ mod tests {
             given.unsupported("Press Ctrl+Shift+O to export [1]."),
             ["Ctrl+Shift+O"]
         );
+        // Another key is another combination.
+        let given = known(&["Switch tabs with `Ctrl+Tab`; close with Ctrl+W."]);
+        assert_eq!(given.unsupported("Press Ctrl+T [1]."), ["Ctrl+T"]);
+        assert!(given.unsupported("Press Ctrl+W [1].").is_empty());
         // A modifier named alone is no combination.
         assert!(given.unsupported("Hold Shift while dragging.").is_empty());
     }
 
     #[test]
     fn a_stream_can_tell_where_a_fact_may_begin() {
-        for held in ["It costs $7", "Press Ct", "Press Ctrl", "about 1,"] {
-            assert!(may_begin_fact(held), "{held}");
+        for (held, from) in [
+            ("It costs $7", 9),
+            ("Press Ct", 6),
+            ("Press Ctrl", 6),
+            ("about 1,", 6),
+            // A combination streamed a token at a time, with or without spaces.
+            ("Press `Ctrl+", 6),
+            ("Press `Ctrl+Shift", 6),
+            ("Press `Ctrl+Shift+", 6),
+            ("is `Cmd +", 3),
+            ("is `Cmd + T", 3),
+            ("is Cmd ", 3),
+            ("is `", 3),
+        ] {
+            assert_eq!(unfinished_fact(held), Some(from), "{held}");
         }
-        for shown in ["It costs a lot", "Press the ", "Control panel. ", ""] {
-            assert!(!may_begin_fact(shown), "{shown}");
+        for shown in [
+            "It costs a lot",
+            "Press the ",
+            "Control panel. ",
+            "Shift+Tab, then ",
+            "",
+        ] {
+            assert_eq!(unfinished_fact(shown), None, "{shown}");
         }
         assert_eq!(clause_end("$75 a year, paid"), Some(12));
         assert_eq!(clause_end("1,000 versions"), None);

@@ -67,9 +67,9 @@ impl<'k> FactGate<'k> {
     ) -> ControlFlow<()> {
         loop {
             let Some(fact) = facts::first_fact(&self.held) else {
-                // No fact yet: all of it goes, but for a last word that may begin one.
-                let keep = match self.held.rsplit(char::is_whitespace).next() {
-                    Some(word) if !at_end && facts::may_begin_fact(&self.held) => word.len(),
+                // No fact yet: all of it goes, but for an end that may be one being written.
+                let keep = match facts::unfinished_fact(&self.held) {
+                    Some(from) if !at_end => self.held.len() - from,
                     _ => 0,
                 };
                 let ready = self.held.len() - keep;
@@ -538,6 +538,16 @@ mod tests {
         );
         assert_eq!(made_up, ["Ctrl+Shift+O"]);
         assert_eq!(shown.last().unwrap(), "Press ");
+        // A combination comes a token at a time, spaced or not (Qwen2.5-1.5B: "`Cmd + T`",
+        // "`Ctrl+Shift+D`", keys no source holds): none of it is shown before it is whole.
+        for tokens in [
+            &["It is `", "Cmd", " +", " T", "`.", " [1]"][..],
+            &["It is `", "Ctrl", "+", "Shift", "+D", "` (Windows)."],
+        ] {
+            let (shown, made_up) = gate(&["Hotkeys are yours to set (like `Ctrl+C`)."], tokens);
+            assert_eq!(made_up.len(), 1, "{tokens:?}");
+            assert_eq!(shown.last().unwrap(), "It is ", "{tokens:?}");
+        }
     }
 
     /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and
