@@ -1,19 +1,24 @@
 //! The facts an answer states that a reader takes as read in the notes, and whether what the
-//! model was given holds them: numbers (amounts, years, times, dates, sizes, limits) and key
-//! combinations (`Ctrl+Shift+O`).
+//! model was given holds them: numbers (amounts, years, times, dates, sizes, limits), key
+//! combinations (`Ctrl+Shift+O`) and names (words written with a capital past the first of
+//! their sentence: "San Francisco", "Isaac Asimov").
 //!
 //! Asked what the notes cannot answer, a small model writes such facts from nowhere and cites
 //! a source for them ("$75,000 to $100,000 per year [3]", "Ctrl+Shift+O [1]", "released in 2015
 //! [1]": four of five such questions on a personal vault, five of six on the help vault). A
 //! fact found neither in the question nor in any source the model was shown was made up, so
-//! the agent never shows it as an answer (`agent::answer::FactGate`). Words are not checked:
-//! a paraphrase is no invention, a number is.
+//! the agent never shows it as an answer (`agent::answer::FactGate`). Other words are not
+//! checked: a paraphrase is no invention, a number or a name is ("headquartered in San
+//! Francisco, California [1]", cited to a note that names no city). A name stands in what the
+//! model was given when each of its words does, or, for a word of five letters or more, a
+//! word beginning with the same five ("Bookmarks" for "bookmark").
 //!
 //! Single digits are left alone ("3 ways" may count the items of a list that writes no 3)
 //! unless they are amounts (`4GB`, `$5`), which must stand somewhere as written.
 //! Pure.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -86,6 +91,9 @@ pub struct KnownFacts {
     /// combinations are looked for, word edges kept (a source may write `Ctrl + Shift + O`
     /// or `Cmd/Ctrl+Shift+O`).
     combinations: String,
+    /// Every word, lowercase, and the first five letters of each word of five or more: where
+    /// names are looked for.
+    words: HashSet<String>,
 }
 
 impl KnownFacts {
@@ -95,7 +103,9 @@ impl KnownFacts {
         let mut dates = HashSet::new();
         let mut squeezed = String::new();
         let mut combinations = String::new();
+        let mut words = HashSet::new();
         for text in texts {
+            add_words(&mut words, text);
             for found in FACT.find_iter(text) {
                 if let Fact::Number { whole, mut parts } = Fact::read(found.as_str()) {
                     numbers.insert(whole);
@@ -122,12 +132,20 @@ impl KnownFacts {
             dates,
             squeezed,
             combinations,
+            words,
         }
     }
 
+    /// Knows the words of `text` as names too (not its numbers): a question's own names
+    /// ("Lena" asked about) are no invention, nor the folders a source sits in.
+    pub fn know_names_in(&mut self, text: &str) {
+        add_words(&mut self.words, text);
+    }
+
     /// The facts `text` states (its citation marks aside) that stand nowhere in what is known,
-    /// as written.
-    pub fn unsupported(&self, text: &str) -> Vec<String> {
+    /// as written. `opens_sentence`: whether `text` begins a sentence (false: it goes on with
+    /// one begun before it, so its first word may be a name).
+    pub fn unsupported(&self, text: &str, opens_sentence: bool) -> Vec<String> {
         let text = without_marks(text);
         // A date with its month's name is one fact: its year alone stands in many notes.
         let mut named = Vec::new();
@@ -159,7 +177,30 @@ impl KnownFacts {
             })
             .map(|found| found.as_str().trim().to_string());
         unsupported.extend(facts);
+        // A modifier key's name is no name: `Ctrl+Shift+D` was checked as a combination.
+        let combinations: Vec<Range<usize>> = FACT
+            .find_iter(&text)
+            .filter(|found| !found.as_str().starts_with(|c: char| c.is_ascii_digit()))
+            .map(|found| found.range())
+            .collect();
+        let names = names(&text, opens_sentence)
+            .into_iter()
+            .filter(|name| !combinations.iter().any(|keys| keys.contains(&name.start)))
+            .map(|name| &text[name])
+            .filter(|name| !is_abbreviation(name) && !self.holds_name(name))
+            .map(str::to_string);
+        unsupported.extend(names);
         unsupported
+    }
+
+    /// Whether every word of `name` is known, or a word beginning with its first five letters.
+    fn holds_name(&self, name: &str) -> bool {
+        name.split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .all(|word| {
+                let word = word.to_lowercase();
+                self.words.contains(&word) || self.words.contains(&five_letters(&word))
+            })
     }
 
     /// Whether the sources write the squeezed combination `keys` as a whole: `Ctrl+T` is not
@@ -232,17 +273,109 @@ pub fn clause_end(text: &str) -> Option<usize> {
     END.find(text).map(|found| found.end())
 }
 
-/// Where the first fact of `text` begins, if it has one (a whole number, or a modifier key
-/// followed by `+`).
-pub fn first_fact(text: &str) -> Option<usize> {
+/// Where the first fact of `text` begins, if it has one (a whole number, a modifier key
+/// followed by `+`, or a name: `opens_sentence` as for [`KnownFacts::unsupported`]).
+pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
     let text_marks = citation_marks(text);
-    FACT.find_iter(text)
+    let fact = FACT
+        .find_iter(text)
         .find(|found| {
             !text_marks
                 .iter()
                 .any(|mark| mark.span.contains(&found.start()))
         })
-        .map(|found| found.start())
+        .map(|found| found.start());
+    let name = names(text, opens_sentence).first().map(|name| name.start);
+    fact.into_iter().chain(name).min()
+}
+
+/// Whether `text` ends a sentence (a stream's next words open one): it ends, spaces aside, in
+/// a line's end or a full stop, question or exclamation mark.
+pub fn ends_sentence(text: &str) -> bool {
+    text.trim_end_matches([' ', '\t'])
+        .ends_with(['\n', '.', '!', '?', '。', '！', '？'])
+}
+
+/// Words that start with a capital without being a name: question words, pronouns, articles,
+/// and the names of months and days (a date, not whom it is about).
+const NOT_NAMES: &str = "\
+    i i'm i've i'd i'll my me we our you your he she they his her their it its the a an and \
+    or of in on at to for with from what what's when when's who who's whom whose where \
+    where's which how how's why did do does is are was were can could should would will \
+    has have had january february march april may june july august september october \
+    november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday \
+    wednesday thursday friday saturday sunday";
+
+/// Where `text` names someone or something: each word written with a capital past the first
+/// of its sentence (a possessive `'s` left out), less [`NOT_NAMES`]. `opens_sentence`: whether
+/// `text` begins a sentence; false when it goes on with one begun before it.
+pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
+    static WORD: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*").expect("valid regex"));
+    static SENTENCE_END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?。！？](?:\s|$)|\n").expect("valid regex"));
+    let mut ends = SENTENCE_END.find_iter(text).map(|end| end.end()).peekable();
+    let mut first_of_sentence = opens_sentence;
+    let mut names = Vec::new();
+    for word in WORD.find_iter(text) {
+        while ends.next_if(|&end| end <= word.start()).is_some() {
+            first_of_sentence = true;
+        }
+        if std::mem::take(&mut first_of_sentence) {
+            continue;
+        }
+        let name = word.as_str();
+        let name = name
+            .strip_suffix("'s")
+            .or_else(|| name.strip_suffix("’s"))
+            .unwrap_or(name);
+        let lower = name.to_lowercase();
+        if name.starts_with(char::is_uppercase)
+            && !NOT_NAMES.split_whitespace().any(|not| not == lower)
+        {
+            names.push(word.start()..word.start() + name.len());
+        }
+    }
+    names
+}
+
+/// Whether `word` is four capitals or fewer: a format or a unit (`PDF`, `RAM`, `GB`) more
+/// often than a name, written from what a model knows of the world, not of the notes.
+fn is_abbreviation(word: &str) -> bool {
+    word.chars().count() <= 4 && word.chars().all(|c| c.is_uppercase())
+}
+
+/// The names `text` gives ([`names`], `text` opening a sentence), lowercase, each once
+/// ("Sophie was out shopping. The note says Sophie B …" names "sophie" and "b").
+pub fn names_in(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for name in names(text, true) {
+        let name = text[name].to_lowercase();
+        if !found.contains(&name) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// Adds the words of `text` to `words`, lowercase, each of five letters or more also as its
+/// first five ([`KnownFacts::words`]).
+fn add_words(words: &mut HashSet<String>, text: &str) {
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let word = word.to_lowercase();
+        if word.chars().count() >= 5 {
+            words.insert(five_letters(&word));
+        }
+        words.insert(word);
+    }
+}
+
+/// The first five letters of `word`.
+fn five_letters(word: &str) -> String {
+    word.chars().take(5).collect()
 }
 
 /// One fact in normal form.
@@ -354,11 +487,19 @@ mod tests {
             "Résumé › Experience\nField technician, 2019-2021. Paid $18 an hour.",
         ]);
         assert_eq!(
-            given.unsupported("It was $75,000 to $100,000 per year [3]."),
+            given.unsupported("It was $75,000 to $100,000 per year [3].", true),
             ["75,000", "100,000"]
         );
-        assert!(given.unsupported("It paid $18 an hour [2].").is_empty());
-        assert!(given.unsupported("From 2019 to 2021 [1, 2].").is_empty());
+        assert!(
+            given
+                .unsupported("It paid $18 an hour [2].", true)
+                .is_empty()
+        );
+        assert!(
+            given
+                .unsupported("From 2019 to 2021 [1, 2].", true)
+                .is_empty()
+        );
     }
 
     #[test]
@@ -376,39 +517,56 @@ mod tests {
             "On 2022-03-03.",
             "On 3 March 2022.",
         ] {
-            assert!(given.unsupported(answer).is_empty(), "{answer}");
+            assert!(given.unsupported(answer, true).is_empty(), "{answer}");
         }
-        assert_eq!(given.unsupported("On 2021-05-12."), ["2021-05-12"]);
+        assert_eq!(given.unsupported("On 2021-05-12.", true), ["2021-05-12"]);
         // A date with its month's name is checked whole: its year and day stand elsewhere.
-        assert_eq!(given.unsupported("On 3 May 2021, at 9:05."), ["3 May 2021"]);
         assert_eq!(
-            given.unsupported("By March 12th, 2022 [2]."),
+            given.unsupported("On 3 May 2021, at 9:05.", true),
+            ["3 May 2021"]
+        );
+        assert_eq!(
+            given.unsupported("By March 12th, 2022 [2].", true),
             ["March 12th, 2022"]
         );
-        assert!(given.unsupported("In 12 months, 2021 [1].").is_empty());
-        assert_eq!(given.unsupported("It keeps 10,000 versions."), ["10,000"]);
+        assert!(
+            given
+                .unsupported("In 12 months, 2021 [1].", true)
+                .is_empty()
+        );
+        assert_eq!(
+            given.unsupported("It keeps 10,000 versions.", true),
+            ["10,000"]
+        );
     }
 
     #[test]
     fn single_digits_and_citation_marks_are_no_facts() {
         let given = known(&["- one\n- two\n- three"]);
-        assert!(given.unsupported("There are 3 ways [1][2, 4].").is_empty());
-        assert_eq!(given.unsupported("There are 12 ways [1]."), ["12"]);
+        assert!(
+            given
+                .unsupported("There are 3 ways [1][2, 4].", true)
+                .is_empty()
+        );
+        assert_eq!(given.unsupported("There are 12 ways [1].", true), ["12"]);
         // A single digit with a unit or a currency is an amount, read somewhere or nowhere.
-        assert_eq!(given.unsupported("It needs 4GB of RAM."), ["4"]);
-        assert_eq!(given.unsupported("It costs $5, for 3 days."), ["5", "3"]);
+        assert_eq!(given.unsupported("It needs 4GB of RAM.", true), ["4"]);
+        assert_eq!(
+            given.unsupported("It costs $5, for 3 days.", true),
+            ["5", "3"]
+        );
         let given = known(&["Step 4: keep 4 GB free, for 3 days; it costs $5."]);
         assert!(
             given
-                .unsupported("It needs 4GB, costs $5, for 3 days.")
+                .unsupported("It needs 4GB, costs $5, for 3 days.", true)
                 .is_empty()
         );
-        assert_eq!(given.unsupported("It needs 4 MB."), ["4"]);
+        assert_eq!(given.unsupported("It needs 4 MB.", true), ["4"]);
         // Another way to write the same amount: `1h`, `7.99$`, `99.00`.
         let given = known(&["training:: 1h 27m, paid:: 7.99$, jacket:: 99$"]);
         assert!(
             given
-                .unsupported("Training for 1 hour and 27 minutes; $7.99; $99.00.")
+                .unsupported("Training for 1 hour and 27 minutes; $7.99; $99.00.", true)
                 .is_empty()
         );
     }
@@ -417,18 +575,74 @@ mod tests {
     fn key_combinations_must_stand_in_a_source() {
         let given =
             known(&["Open the command palette with `Ctrl + P` (or Cmd/Ctrl+Shift+F to search)."]);
-        assert!(given.unsupported("Press Ctrl+P [1].").is_empty());
-        assert!(given.unsupported("Use Cmd+Shift+F.").is_empty());
+        assert!(given.unsupported("Press Ctrl+P [1].", true).is_empty());
+        assert!(given.unsupported("Use Cmd+Shift+F.", true).is_empty());
         assert_eq!(
-            given.unsupported("Press Ctrl+Shift+O to export [1]."),
+            given.unsupported("Press Ctrl+Shift+O to export [1].", true),
             ["Ctrl+Shift+O"]
+        );
+        // A modifier named alone is no combination (nor a name).
+        assert!(
+            given
+                .unsupported("Hold Shift while dragging.", true)
+                .is_empty()
         );
         // Another key is another combination.
         let given = known(&["Switch tabs with `Ctrl+Tab`; close with Ctrl+W."]);
-        assert_eq!(given.unsupported("Press Ctrl+T [1]."), ["Ctrl+T"]);
-        assert!(given.unsupported("Press Ctrl+W [1].").is_empty());
-        // A modifier named alone is no combination.
-        assert!(given.unsupported("Hold Shift while dragging.").is_empty());
+        assert_eq!(given.unsupported("Press Ctrl+T [1].", true), ["Ctrl+T"]);
+        assert!(given.unsupported("Press Ctrl+W [1].", true).is_empty());
+    }
+
+    #[test]
+    fn a_name_must_stand_in_a_source() {
+        let mut given = known(&[
+            "Teams › Commercial license\nA commercial license is charged per seat. Bookmark it.",
+        ]);
+        given.know_names_in("In which city is the company behind Obsidian headquartered?");
+        assert_eq!(
+            given.unsupported(
+                "It is headquartered in San Francisco, California [1].",
+                true
+            ),
+            ["San", "Francisco", "California"]
+        );
+        // The question's names, a source's words in another form, a sentence's first word,
+        // months and abbreviations are no invention.
+        for answer in [
+            "Obsidian charges per seat [1].",
+            "See the Commercial license under Teams, in Bookmarks.",
+            "Unfortunately the notes do not say.",
+            "It is charged per seat since March, in USD.",
+        ] {
+            assert!(given.unsupported(answer, true).is_empty(), "{answer}");
+        }
+        // Text that goes on with a sentence begun before it: its first word may be a name.
+        assert_eq!(
+            given.unsupported("Isaac Asimov.", false),
+            ["Isaac", "Asimov"]
+        );
+        assert_eq!(given.unsupported("Isaac Asimov.", true), ["Asimov"]);
+    }
+
+    #[test]
+    fn names_are_capitalised_words_past_the_first_of_their_sentence() {
+        assert_eq!(
+            names_in(
+                "Based on the notes, Sophie was out in February. The note says Sophie B left."
+            ),
+            ["sophie", "b"]
+        );
+        assert_eq!(names_in("I met AB1908 at the gym!"), ["ab1908"]);
+        assert!(names_in("the notes do not say.").is_empty());
+        assert_eq!(names_in("Two friends:\n- Sophie B\n- Elias"), ["b"]);
+        let text = "so Kenji's phone";
+        assert_eq!(
+            names(text, false)
+                .iter()
+                .map(|n| &text[n.clone()])
+                .collect::<Vec<_>>(),
+            ["Kenji"]
+        );
     }
 
     #[test]
@@ -460,8 +674,13 @@ mod tests {
         }
         assert_eq!(clause_end("$75 a year, paid"), Some(12));
         assert_eq!(clause_end("1,000 versions"), None);
-        assert_eq!(first_fact("See [1]: it costs $75 a year."), Some(19));
-        assert_eq!(first_fact("Press Ctrl+P [2]."), Some(6));
-        assert_eq!(first_fact("Nothing here [3]."), None);
+        assert_eq!(first_fact("See [1]: it costs $75 a year.", true), Some(19));
+        assert_eq!(first_fact("Press Ctrl+P [2].", true), Some(6));
+        assert_eq!(first_fact("Nothing here [3].", true), None);
+        assert_eq!(first_fact("It is in San Francisco [1].", true), Some(9));
+        assert_eq!(first_fact("Francisco [1].", false), Some(0));
+        assert!(ends_sentence("in Paris [1]. "));
+        assert!(ends_sentence("the list:\n"));
+        assert!(!ends_sentence("located in "));
     }
 }

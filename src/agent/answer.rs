@@ -223,7 +223,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
-        let made_up = known_facts(&messages, sources, question).unsupported(&own);
+        let made_up = known_facts(&messages, sources, question).unsupported(&own, true);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
             && adds_own(question, &instruction, answer, &sources.list()[..1]) == Adds::Something
@@ -286,7 +286,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// and the whole passage (a fact in the part it was not shown is still no invention of its
 /// own).
 ///
-/// The question's own facts are not known for being asked: an answer restating "3 March
+/// The question's own facts are not known for being asked (its names are, and so are the
+/// folders a source sits in): an answer restating "3 March
 /// 2022" or "project_11" about a source that holds neither answers about another day or
 /// another project ("5 situps on 3 March 2022 [1]" from the note of 24 January). Nor are the
 /// numbers of folder names ("10 Example Data"): "rated 10 out of 10" stood on one.
@@ -318,7 +319,12 @@ fn known_facts(messages: &[Message], sources: &Sources, question: &str) -> Known
             None => vec![s.label(), s.text.clone(), s.passage.clone()],
         })
         .collect();
-    KnownFacts::new(given.iter().chain(&texts).map(String::as_str))
+    let mut known = KnownFacts::new(given.iter().chain(&texts).map(String::as_str));
+    known.know_names_in(question);
+    for source in sources.list() {
+        known.know_names_in(&source.uri);
+    }
+    known
 }
 
 /// What the answer step produced.

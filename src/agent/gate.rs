@@ -23,6 +23,8 @@ use crate::support::{self, Adds};
 pub(super) struct FactGate<'k> {
     known: &'k KnownFacts,
     held: String,
+    /// Whether what is held opens a sentence (its first word is then no name).
+    opens_sentence: bool,
     made_up: Vec<String>,
 }
 
@@ -31,6 +33,7 @@ impl<'k> FactGate<'k> {
         FactGate {
             known,
             held: String::new(),
+            opens_sentence: true,
             made_up: Vec::new(),
         }
     }
@@ -66,7 +69,7 @@ impl<'k> FactGate<'k> {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         loop {
-            let Some(fact) = facts::first_fact(&self.held) else {
+            let Some(fact) = facts::first_fact(&self.held, self.opens_sentence) else {
                 // No fact yet: all of it goes, but for an end that may be one being written.
                 let keep = match facts::unfinished_fact(&self.held) {
                     Some(from) if !at_end => self.held.len() - from,
@@ -89,7 +92,9 @@ impl<'k> FactGate<'k> {
                 None if at_end => self.held.len(),
                 None => return ControlFlow::Continue(()),
             };
-            let made_up = self.known.unsupported(&self.held[..end]);
+            let made_up = self
+                .known
+                .unsupported(&self.held[..end], self.opens_sentence);
             if !made_up.is_empty() {
                 self.made_up = made_up;
                 self.held.clear();
@@ -114,6 +119,9 @@ impl<'k> FactGate<'k> {
             return ControlFlow::Continue(());
         }
         let shown: String = self.held.drain(..len).collect();
+        if !shown.trim().is_empty() {
+            self.opens_sentence = facts::ends_sentence(&shown);
+        }
         on_text(&shown)
     }
 }
@@ -544,10 +552,35 @@ mod tests {
             &["It is `", "Cmd", " +", " T", "`.", " [1]"][..],
             &["It is `", "Ctrl", "+", "Shift", "+D", "` (Windows)."],
         ] {
-            let (shown, made_up) = gate(&["Hotkeys are yours to set (like `Ctrl+C`)."], tokens);
+            let known = ["Hotkeys are yours to set on Windows (like `Ctrl+C`)."];
+            let (shown, made_up) = gate(&known, tokens);
             assert_eq!(made_up.len(), 1, "{tokens:?}");
             assert_eq!(shown.last().unwrap(), "It is ", "{tokens:?}");
         }
+    }
+
+    #[test]
+    fn a_made_up_name_is_never_shown() {
+        let known = ["Teams › Commercial license: a license is charged per seat."];
+        let tokens = [
+            "It is",
+            " headquartered in",
+            " San",
+            " Francisco",
+            ", California",
+            ". [1]",
+        ];
+        let (shown, made_up) = gate(&known, &tokens);
+        assert_eq!(made_up, ["San", "Francisco"]);
+        assert_eq!(shown.last().unwrap(), "It is headquartered in ");
+        // A sentence's first word is no name; one shown after it opens no sentence.
+        let tokens = ["Licenses are", " per seat", ". Teams", " buy them [1]."];
+        let (shown, made_up) = gate(&known, &tokens);
+        assert!(made_up.is_empty());
+        assert_eq!(
+            shown.last().unwrap(),
+            "Licenses are per seat. Teams buy them [1]."
+        );
     }
 
     /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and

@@ -8,9 +8,9 @@ use obsidian_kb::search::Tokenizer;
 
 use super::calls::render_results;
 use super::decide::call_signature;
-use super::subject::names_in;
 use super::{Agent, AgentError, Gathered, StepRecord};
 use crate::engine::{ChatModel, GenerationStats};
+use crate::facts::names_in;
 use crate::prompt::{Message, Role};
 use crate::tool::{ToolHost, ToolSpec};
 use crate::vault::VaultTools;

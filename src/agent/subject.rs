@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::facts::names_in;
 use crate::sources::Source;
 
 /// A kind of fact a question asks for by name, which an answer must hold to be one.
@@ -92,16 +93,6 @@ pub(super) fn addresses_about(subject: Option<&Subject>, answer: &str, sources: 
         && addresses.all(|address| about.contains(&address.as_str().to_lowercase()))
 }
 
-/// Words that start with a capital in a question without being a name: question words,
-/// pronouns, articles, and the names of months and days (a date, not whom it is about).
-const NOT_NAMES: &str = "\
-    i i'm i've i'd my me we our you your he she they his her their it its the a an and or \
-    of in on at to for with from what what's when when's who who's whom whose where \
-    where's which how how's why did do does is are was were can could should would will \
-    has have had january february march april may june july august september october \
-    november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday \
-    wednesday thursday friday saturday sunday";
-
 /// The names a question asks a fact about, when it asks for a date, an amount, a count, an
 /// email address or a phone number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,31 +167,6 @@ impl Subject {
     }
 }
 
-/// The names `text` gives, lowercase, each once: words written with a capital past the
-/// first of their sentence, less [`NOT_NAMES`] ("Sophie was out shopping. The note says
-/// Sophie B …" names "sophie" and "b").
-pub(super) fn names_in(text: &str) -> Vec<String> {
-    static SENTENCE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?。！？](\s|$)").expect("valid regex"));
-    let mut names: Vec<String> = Vec::new();
-    for sentence in SENTENCE.split(text) {
-        for word in words(sentence).skip(1) {
-            let word = word
-                .strip_suffix("'s")
-                .or_else(|| word.strip_suffix("’s"))
-                .unwrap_or(word);
-            let lower = word.to_lowercase();
-            if word.starts_with(char::is_uppercase)
-                && !NOT_NAMES.split_whitespace().any(|not| not == lower)
-                && !names.contains(&lower)
-            {
-                names.push(lower);
-            }
-        }
-    }
-    names
-}
-
 /// The words of `text`: runs of letters, digits and apostrophes.
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
@@ -211,18 +177,6 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_capitalised_words_past_the_first_of_their_sentence() {
-        assert_eq!(
-            names_in(
-                "Based on the notes, Sophie was out in February. The note says Sophie B left."
-            ),
-            ["sophie", "b"]
-        );
-        assert_eq!(names_in("I met AB1908 at the gym!"), ["ab1908"]);
-        assert!(names_in("the notes do not say.").is_empty());
-    }
 
     fn names(question: &str) -> Option<Vec<String>> {
         Subject::of(question).map(|s| s.names)
