@@ -15,7 +15,8 @@ use std::ops::ControlFlow;
 use obsidian_kb::dates::Period;
 
 use super::cite::{OpeningSources, unattributed};
-use super::gate::{FactGate, Restating, adds_own};
+use super::gate::{FactGate, Restating};
+use super::own_words::adds_own;
 use super::subject::Subject;
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};

@@ -4,16 +4,13 @@
 //! only "the notes do not say" (so the turn can look further before anyone reads it). The
 //! answer step streams through all three. Pure: text in, text out.
 
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use obsidian_kb::search::Tokenizer;
-
-use super::subject::{Subject, Wanted, addresses_about};
+use super::own_words::OwnWords;
 use crate::facts::{self, KnownFacts};
-use crate::language::{NOTES_LACK_IT, says_notes_lack_it, without_denials};
-use crate::sources::{Source, without_copied_headers};
-use crate::support::{self, Adds};
+use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
+use crate::sources::Source;
+use crate::support::Adds;
 
 /// Streams an answer but holds back each clause that states a fact (a number, a key
 /// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the
@@ -171,27 +168,25 @@ impl HoldBack {
 }
 
 /// Holds an answer back while all it says is the question again, citation marks, copied
-/// source headers and a sentence saying the sources lack it aside ([`support::adds`],
-/// [`without_denials`]): "Jonathan's email address is [1].", "The price is not mentioned in
-/// the given sources." A small model writes that when the sources lack what was asked
+/// source headers and a sentence saying the sources lack it aside ([`OwnWords`]): "Jonathan's
+/// email address is [1].", "The price is not mentioned in the given sources." A small model writes that when the sources lack what was asked
 /// (Qwen2.5-1.5B: three of the personal vault's thirteen questions it cannot answer), and it is
 /// then no answer: the turn takes it for the notes not saying. A bare yes or no is held too,
 /// for its next words may be the sources' lack. Released at the answer's third word of its
-/// own ([`support::adds`]'s claim), which in an answer is usually among its first few.
+/// own ([`crate::support::adds`]'s claim), which in an answer is usually among its first few.
 pub(super) struct Restating<'a> {
-    question: &'a str,
-    /// The answer instruction the question stands in; `None` (no sources): nothing is held.
-    asked: Option<&'a str>,
-    sources: &'a [Source],
+    /// What the answer must add to the question; `None` (no sources, or released): nothing
+    /// is held.
+    own: Option<OwnWords<'a>>,
     held: String,
 }
 
 impl<'a> Restating<'a> {
-    pub(super) fn new(question: &'a str, asked: Option<&'a str>, sources: &'a [Source]) -> Self {
+    /// `asked`: the answer instruction the question stands in; `None` (no sources): nothing
+    /// is held.
+    pub(super) fn new(question: &'a str, asked: Option<&str>, sources: &'a [Source]) -> Self {
         Restating {
-            question,
-            asked,
-            sources,
+            own: asked.map(|asked| OwnWords::new(question, asked, sources)),
             held: String::new(),
         }
     }
@@ -202,7 +197,7 @@ impl<'a> Restating<'a> {
         text: &str,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Some(asked) = self.asked else {
+        let Some(own) = &self.own else {
             return on_text(text);
         };
         self.held.push_str(text);
@@ -212,18 +207,16 @@ impl<'a> Restating<'a> {
             .held
             .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
         // A bare yes or no is held too: "… is not" may go on "mentioned in the sources".
-        if judged.trim().is_empty()
-            || adds_own(self.question, asked, judged, self.sources) != Adds::Something
-        {
+        if judged.trim().is_empty() || own.adds(judged) != Adds::Something {
             return ControlFlow::Continue(());
         }
-        self.asked = None;
+        self.own = None;
         on_text(&std::mem::take(&mut self.held))
     }
 
     /// Shows what is held: at the answer's end, when it is not taken for the notes not saying.
     pub(super) fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
-        self.asked = None;
+        self.own = None;
         if !self.held.is_empty() {
             let _ = on_text(&std::mem::take(&mut self.held));
         }
@@ -231,55 +224,8 @@ impl<'a> Restating<'a> {
 
     /// True when the whole answer was held: it never said a word of its own.
     pub(super) fn held_all(&self) -> bool {
-        self.asked.is_some() && !self.held.trim().is_empty()
+        self.own.is_some() && !self.held.trim().is_empty()
     }
-}
-
-/// What `answer` adds to `question` ([`support::adds`], `asked` the instruction it stands in)
-/// in words of its own: less the source headers it copied, the sentences saying its sources
-/// lack it ([`without_denials`]), and the rest of a name the question gives in part that is a
-/// source's title ("Kenji" asked: "The phone number of Kenji Watanabe is [1]." adds nothing).
-/// An answer without the kind of fact the question asks for by name ([`Wanted`]) adds
-/// nothing either: "Marco's email is +31 6 2290 1184." is no email address; nor does one whose
-/// email address the sources give somebody else, or none of them gives ([`addresses_about`]).
-pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
-    let own = without_denials(&without_copied_headers(answer, sources));
-    let wanted = Wanted::in_question(question);
-    if wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
-        return Adds::Nothing;
-    }
-    if wanted == Some(Wanted::Email) {
-        // The address asked for is the answer, though its words may be the name asked about
-        // ("marco@bellini.it" for Marco Bellini); somebody else's, or nobody's, is none.
-        let subject = Subject::of(question);
-        return if addresses_about(subject.as_ref(), &own, sources) {
-            Adds::Something
-        } else {
-            Adds::Nothing
-        };
-    }
-    let subjects = subject_titles(question, sources);
-    if subjects.is_empty() {
-        return support::adds(question, asked, &own);
-    }
-    support::adds(question, &format!("{asked}\n{subjects}"), &own)
-}
-
-/// The titles of `sources` that share a search term with `question`, one a line.
-fn subject_titles(question: &str, sources: &[Source]) -> String {
-    let mut tokenizer = Tokenizer::default();
-    let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
-    let mut titles: Vec<&str> = Vec::new();
-    for source in sources {
-        let named = tokenizer
-            .query_terms(&source.title)
-            .iter()
-            .any(|term| asked.contains(term));
-        if named && !titles.contains(&source.title.as_str()) {
-            titles.push(&source.title);
-        }
-    }
-    titles.join("\n")
 }
 
 /// A letter or digit of a script that spaces its words (those below the CJK blocks).
@@ -344,80 +290,6 @@ mod tests {
             });
         }
         (shown, hold.held_all())
-    }
-
-    #[test]
-    fn the_rest_of_a_name_the_question_gives_in_part_is_no_word_of_the_answer_s_own() {
-        let source = |title: &str| Source {
-            number: 1,
-            uri: format!("note://People/{title}"),
-            title: title.to_string(),
-            heading_path: Vec::new(),
-            link: String::new(),
-            text: "email: kenji@brightloop.dev\nphone:".to_string(),
-            passage: String::new(),
-        };
-        let sources = [source("Kenji Watanabe"), source("Anna Berg")];
-        let question = "Kenji's phone number?";
-        let asked = format!("Answer from the numbered sources: {question}");
-        let adds = |answer: &str| adds_own(question, &asked, answer, &sources);
-        assert_eq!(
-            adds("The phone number of Kenji Watanabe is [1]."),
-            Adds::Nothing
-        );
-        assert_eq!(
-            adds("Kenji Watanabe's phone number is not mentioned."),
-            Adds::Nothing
-        );
-        // An answer without the kind of fact asked for by name is none.
-        assert_eq!(
-            adds("Kenji's phone number is kenji@brightloop.dev [1]."),
-            Adds::Nothing
-        );
-        let question = "What's Marco's email?";
-        let marco = |answer: &str| adds_own(question, &asked, answer, &sources);
-        assert_eq!(
-            marco("Marco's email is +31 6 2290 1184. [1]"),
-            Adds::Nothing
-        );
-        // An address no source gives Marco is none of his: from nowhere, or somebody else's.
-        assert_eq!(
-            marco("Marco's email is marco@bellini.it [1]."),
-            Adds::Nothing
-        );
-        assert_eq!(
-            marco("Marco's email is kenji@brightloop.dev [1]."),
-            Adds::Nothing
-        );
-        let with_marco = [Source {
-            number: 2,
-            uri: "note://People/Marco Bellini".to_string(),
-            title: "Marco Bellini".to_string(),
-            text: "email: marco@bellini.it".to_string(),
-            ..sources[0].clone()
-        }];
-        assert_eq!(
-            adds_own(question, &asked, "It is marco@bellini.it [2].", &with_marco),
-            Adds::Something
-        );
-        // Asked about nobody by name ("her"), an address must still stand in some source.
-        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_marco);
-        assert_eq!(hers("Her email is marco@bellini.it [2]."), Adds::Something);
-        assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
-        // Asked for no address, none is wanted.
-        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &[]);
-        assert_eq!(
-            emailed("Yes, on 3 May about the booking form [1]."),
-            Adds::Something
-        );
-        // A title the question does not name is words of the answer's own.
-        let who = |answer: &str| adds_own("Who is Kenji?", &asked, answer, &sources);
-        assert_eq!(who("Kenji Watanabe [1]."), Adds::Nothing);
-        assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
-        assert_eq!(
-            adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
-            Adds::Something
-        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod calls;
 mod cite;
 mod decide;
 mod gate;
+mod own_words;
 mod retrieve;
 mod subject;
 

@@ -8,6 +8,7 @@ use obsidian_kb::search::Tokenizer;
 
 use super::calls::render_results;
 use super::decide::call_signature;
+use super::subject::words;
 use super::{Agent, AgentError, Gathered, StepRecord};
 use crate::engine::{ChatModel, GenerationStats};
 use crate::facts::names_in;
@@ -61,10 +62,7 @@ const POINTING_WORDS_CJK: &str = "它 他 她 这 那 呢";
 fn leans_on_earlier(question: &str) -> bool {
     let own = Tokenizer::default().query_terms(question).len();
     let lower = question.trim_start().to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> = words(&lower).collect();
     let carries_on = CARRIED_ON.split(", ").any(|opening| {
         if opening.is_ascii() {
             words.starts_with(&opening.split(' ').collect::<Vec<_>>())
@@ -133,16 +131,13 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
 }
 
 /// Pronouns that point back at a person, not a thing.
-const PERSON_PRONOUNS: &str = "he him his she her hers";
+const PERSON_PRONOUNS: &str = "he he's him his she she's her hers";
 /// Most names of the answer before that a follow-up pointing at a person is searched with.
 const ANSWERED_NAMES: usize = 3;
 
 /// Whether `question` points back at a person ("When's his birthday?").
 fn points_at_a_person(question: &str) -> bool {
-    question
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|word| PERSON_PRONOUNS.split(' ').any(|p| p == word))
+    words(&question.to_lowercase()).any(|word| PERSON_PRONOUNS.split(' ').any(|p| p == word))
 }
 
 /// The names the last answer of the conversation gave, in its own words (its first

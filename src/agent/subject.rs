@@ -68,14 +68,10 @@ impl Wanted {
     }
 }
 
-/// Whether `answer` states an email address and every one stands in what `sources` say of
-/// `subject` (in all they say, without one): the fact check reads numbers, not addresses, and
-/// "Wouter Kamp's email is lena.kowalski@…" took the address of the note it found, "What's her
-/// email?" got "bettyt@example.com", which no note holds.
-pub(super) fn addresses_about(subject: Option<&Subject>, answer: &str, sources: &[Source]) -> bool {
-    static ADDRESS: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
-    let about = sources
+/// What `sources` say of `subject` (all they say, without one), lowercase: where an email
+/// address given about them must stand ([`addresses_stand_in`]).
+pub(super) fn about_subject(subject: Option<&Subject>, sources: &[Source]) -> String {
+    sources
         .iter()
         .map(|s| {
             let text = format!("{}\n{}", s.text, s.passage);
@@ -86,7 +82,16 @@ pub(super) fn addresses_about(subject: Option<&Subject>, answer: &str, sources: 
         })
         .collect::<Vec<_>>()
         .join("\n")
-        .to_lowercase();
+        .to_lowercase()
+}
+
+/// Whether `answer` states an email address and every one stands in `about` (what the sources
+/// say of the one asked about: [`about_subject`]): the fact check reads numbers, not
+/// addresses, and "Wouter Kamp's email is lena.kowalski@…" took the address of the note it
+/// found, "What's her email?" got "bettyt@example.com", which no note holds.
+pub(super) fn addresses_stand_in(answer: &str, about: &str) -> bool {
+    static ADDRESS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").expect("valid regex"));
     // An address still being written ("lena.kowalski@harborandco.") is none yet.
     let mut addresses = ADDRESS.find_iter(answer).peekable();
     addresses.peek().is_some()
@@ -167,8 +172,8 @@ impl Subject {
     }
 }
 
-/// The words of `text`: runs of letters, digits and apostrophes.
-fn words(text: &str) -> impl Iterator<Item = &str> {
+/// The words of `text`: runs of letters, digits and apostrophes ("it's" is one word).
+pub(super) fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
         .map(|w| w.trim_matches(|c| c == '\'' || c == '’'))
         .filter(|w| !w.is_empty())

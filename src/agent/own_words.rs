@@ -1,0 +1,173 @@
+//! What an answer adds to the question in words of its own ([`OwnWords`]): less what it
+//! copied from the sources, the sentences saying they lack it, and the rest of a name the
+//! question gives in part; nothing when it lacks the kind of fact the question asks for by
+//! name. An answer that adds nothing is no answer: the turn takes it for the notes not
+//! saying. Pure.
+
+use std::collections::HashSet;
+
+use obsidian_kb::search::Tokenizer;
+
+use super::subject::{Subject, Wanted, about_subject, addresses_stand_in};
+use crate::language::without_denials;
+use crate::sources::{Source, without_copied_headers};
+use crate::support::{self, Adds};
+
+/// What `answer` adds to `question` ([`OwnWords::adds`]), `asked` the instruction it stands
+/// in: for an answer judged once.
+pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
+    OwnWords::new(question, asked, sources).adds(answer)
+}
+
+/// What an answer must add to a question to be one, read from the question, the instruction
+/// it stands in and the sources once, for each piece of a streamed answer to be judged by.
+pub(super) struct OwnWords<'a> {
+    question: &'a str,
+    /// The instruction, and the titles of sources the question names in part.
+    asked: String,
+    sources: &'a [Source],
+    wanted: Option<Wanted>,
+    /// For a question asking an email address: what the sources say of the one asked about
+    /// ([`about_subject`]), where the address must stand.
+    addresses: Option<String>,
+}
+
+impl<'a> OwnWords<'a> {
+    pub(super) fn new(question: &'a str, asked: &str, sources: &'a [Source]) -> OwnWords<'a> {
+        let wanted = Wanted::in_question(question);
+        let subjects = subject_titles(question, sources);
+        OwnWords {
+            question,
+            asked: if subjects.is_empty() {
+                asked.to_string()
+            } else {
+                format!("{asked}\n{subjects}")
+            },
+            sources,
+            wanted,
+            addresses: (wanted == Some(Wanted::Email))
+                .then(|| about_subject(Subject::of(question).as_ref(), sources)),
+        }
+    }
+
+    /// What `answer` adds in words of its own: less the source headers it copied, the
+    /// sentences saying its sources lack it ([`without_denials`]), and the rest of a name the
+    /// question gives in part that is a source's title ("Kenji" asked: "The phone number of
+    /// Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
+    /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
+    /// is no email address; nor does one whose email address the sources give somebody else,
+    /// or none of them gives ([`addresses_stand_in`]).
+    pub(super) fn adds(&self, answer: &str) -> Adds {
+        let own = without_denials(&without_copied_headers(answer, self.sources));
+        if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
+            return Adds::Nothing;
+        }
+        if let Some(about) = &self.addresses {
+            // The address asked for is the answer, though its words may be the name asked
+            // about ("marco@bellini.it" for Marco Bellini); somebody else's, or nobody's, is
+            // none.
+            return if addresses_stand_in(&own, about) {
+                Adds::Something
+            } else {
+                Adds::Nothing
+            };
+        }
+        support::adds(self.question, &self.asked, &own)
+    }
+}
+
+/// The titles of `sources` that share a search term with `question`, one a line.
+fn subject_titles(question: &str, sources: &[Source]) -> String {
+    let mut tokenizer = Tokenizer::default();
+    let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
+    let mut titles: Vec<&str> = Vec::new();
+    for source in sources {
+        let named = tokenizer
+            .query_terms(&source.title)
+            .iter()
+            .any(|term| asked.contains(term));
+        if named && !titles.contains(&source.title.as_str()) {
+            titles.push(&source.title);
+        }
+    }
+    titles.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rest_of_a_name_the_question_gives_in_part_is_no_word_of_the_answer_s_own() {
+        let source = |title: &str| Source {
+            number: 1,
+            uri: format!("note://People/{title}"),
+            title: title.to_string(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: "email: kenji@brightloop.dev\nphone:".to_string(),
+            passage: String::new(),
+        };
+        let sources = [source("Kenji Watanabe"), source("Anna Berg")];
+        let question = "Kenji's phone number?";
+        let asked = format!("Answer from the numbered sources: {question}");
+        let adds = |answer: &str| adds_own(question, &asked, answer, &sources);
+        assert_eq!(
+            adds("The phone number of Kenji Watanabe is [1]."),
+            Adds::Nothing
+        );
+        assert_eq!(
+            adds("Kenji Watanabe's phone number is not mentioned."),
+            Adds::Nothing
+        );
+        // An answer without the kind of fact asked for by name is none.
+        assert_eq!(
+            adds("Kenji's phone number is kenji@brightloop.dev [1]."),
+            Adds::Nothing
+        );
+        let question = "What's Marco's email?";
+        let marco = |answer: &str| adds_own(question, &asked, answer, &sources);
+        assert_eq!(
+            marco("Marco's email is +31 6 2290 1184. [1]"),
+            Adds::Nothing
+        );
+        // An address no source gives Marco is none of his: from nowhere, or somebody else's.
+        assert_eq!(
+            marco("Marco's email is marco@bellini.it [1]."),
+            Adds::Nothing
+        );
+        assert_eq!(
+            marco("Marco's email is kenji@brightloop.dev [1]."),
+            Adds::Nothing
+        );
+        let with_marco = [Source {
+            number: 2,
+            uri: "note://People/Marco Bellini".to_string(),
+            title: "Marco Bellini".to_string(),
+            text: "email: marco@bellini.it".to_string(),
+            ..sources[0].clone()
+        }];
+        assert_eq!(
+            adds_own(question, &asked, "It is marco@bellini.it [2].", &with_marco),
+            Adds::Something
+        );
+        // Asked about nobody by name ("her"), an address must still stand in some source.
+        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_marco);
+        assert_eq!(hers("Her email is marco@bellini.it [2]."), Adds::Something);
+        assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
+        // Asked for no address, none is wanted.
+        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &[]);
+        assert_eq!(
+            emailed("Yes, on 3 May about the booking form [1]."),
+            Adds::Something
+        );
+        // A title the question does not name is words of the answer's own.
+        let who = |answer: &str| adds_own("Who is Kenji?", &asked, answer, &sources);
+        assert_eq!(who("Kenji Watanabe [1]."), Adds::Nothing);
+        assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
+        assert_eq!(
+            adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
+            Adds::Something
+        );
+    }
+}
