@@ -464,7 +464,7 @@ fn squeeze_keys(text: &str) -> String {
 }
 
 /// `text` with its citation marks blanked out (their numbers are no facts).
-fn without_marks(text: &str) -> String {
+pub fn without_marks(text: &str) -> String {
     let mut out = text.to_string();
     for mark in citation_marks(text).iter().rev() {
         out.replace_range(mark.span.clone(), " ");

@@ -161,6 +161,26 @@ mod tests {
             emailed("Yes, on 3 May about the booking form [1]."),
             Adds::Something
         );
+        // Asked how many or how much, an answer without a count or an amount is none.
+        let count = |answer: &str| {
+            adds_own(
+                "How many supporter licenses were sold?",
+                &asked,
+                answer,
+                &sources,
+            )
+        };
+        assert_eq!(
+            count("The Catalyst license is a one-time purchase that supports development [1]."),
+            Adds::Nothing
+        );
+        for answer in [
+            "About 12,000 supporter licenses were sold [1].",
+            "Twenty supporter licenses were sold [1].",
+            "Supporter licenses come free with Sync [1].",
+        ] {
+            assert_eq!(count(answer), Adds::Something, "{answer}");
+        }
         // A title the question does not name is words of the answer's own.
         let who = |answer: &str| adds_own("Who is Kenji?", &asked, answer, &sources);
         assert_eq!(who("Kenji Watanabe [1]."), Adds::Nothing);

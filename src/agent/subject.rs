@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::facts::names_in;
+use crate::facts::{names_in, without_marks};
 use crate::sources::Source;
 
 /// A kind of fact a question asks for by name, which an answer must hold to be one.
@@ -24,6 +24,11 @@ pub(super) enum Wanted {
     Email,
     /// "Kenji's phone number?", "电话号码".
     Phone,
+    /// "How many …?", "How much …?": a count or an amount. An answer without one is no
+    /// answer, however it reads: asked what the notes cannot answer, Qwen2.5-1.5B described
+    /// what the source was about instead ("How many supporter licenses have been sold?" got
+    /// "The Catalyst license is a one-time purchase that …"; three of 28 such help questions).
+    Amount,
 }
 
 impl Wanted {
@@ -43,27 +48,40 @@ impl Wanted {
             )
             .expect("valid regex")
         });
+        static AMOUNT: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"(?i)\bhow\s+(?:much|many)\b").expect("valid regex"));
         if EMAIL.is_match(question) {
             Some(Wanted::Email)
         } else if PHONE.is_match(question) {
             Some(Wanted::Phone)
+        } else if AMOUNT.is_match(question) {
+            Some(Wanted::Amount)
         } else {
             None
         }
     }
 
     /// Whether `text` holds a fact of this kind: an address with an `@` and a domain; a run
-    /// of at least seven digits and the separators phone numbers are written with.
+    /// of at least seven digits and the separators phone numbers are written with; a digit
+    /// (citation marks aside), a number written out, or no amount at all said plainly ("free",
+    /// "unlimited"). "One" is left out: "a one-time purchase" counts nothing.
     pub(super) fn held_in(self, text: &str) -> bool {
         static EMAIL: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+\.").expect("valid regex"));
         static DIGITS: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"[+(\d][\d \-().]{5,}").expect("valid regex"));
+        static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\d|\b(?:zero|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen|half|once|twice|free|unlimited|no\s+limit)\b",
+            )
+            .expect("valid regex")
+        });
         match self {
             Wanted::Email => EMAIL.is_match(text),
             Wanted::Phone => DIGITS
                 .find_iter(text)
                 .any(|run| run.as_str().bytes().filter(u8::is_ascii_digit).count() >= 7),
+            Wanted::Amount => AMOUNT.is_match(&without_marks(text)),
         }
     }
 }
