@@ -289,11 +289,16 @@ pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
     fact.into_iter().chain(name).min()
 }
 
-/// Whether `text` ends a sentence (a stream's next words open one): it ends, spaces aside, in
-/// a line's end or a full stop, question or exclamation mark.
-pub fn ends_sentence(text: &str) -> bool {
-    text.trim_end_matches([' ', '\t'])
-        .ends_with(['\n', '.', '!', '?', '。', '！', '？'])
+/// Whether `text` ends a sentence (a stream's next words open one): it ends, spaces and
+/// citation marks aside, in a line's end or a full stop, question or exclamation mark; `None`
+/// when it is nothing but those (`[4] ` opening a line leaves the sentence to come open).
+pub fn ends_sentence(text: &str) -> Option<bool> {
+    let plain = without_marks(text);
+    let plain = plain.trim_end_matches([' ', '\t']);
+    if plain.trim().is_empty() {
+        return plain.ends_with('\n').then_some(true);
+    }
+    Some(plain.ends_with(['\n', '.', '!', '?', '。', '！', '？']))
 }
 
 /// Words that start with a capital without being a name: question words, pronouns, articles,
@@ -314,6 +319,7 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
         LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*").expect("valid regex"));
     static SENTENCE_END: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[.!?。！？](?:\s|$)|\n").expect("valid regex"));
+    let text = &without_marks(text);
     let mut ends = SENTENCE_END.find_iter(text).map(|end| end.end()).peekable();
     let mut first_of_sentence = opens_sentence;
     let mut names = Vec::new();
@@ -463,11 +469,13 @@ fn squeeze_keys(text: &str) -> String {
         .to_lowercase()
 }
 
-/// `text` with its citation marks blanked out (their numbers are no facts).
+/// `text` with its citation marks blanked out (their numbers are no facts, nor their words
+/// the first of a sentence: "[4] Check the box"), each by as many spaces, so that what is
+/// found in it stands where it stands in `text`.
 pub fn without_marks(text: &str) -> String {
     let mut out = text.to_string();
     for mark in citation_marks(text).iter().rev() {
-        out.replace_range(mark.span.clone(), " ");
+        out.replace_range(mark.span.clone(), &" ".repeat(mark.span.len()));
     }
     out
 }
@@ -679,8 +687,11 @@ mod tests {
         assert_eq!(first_fact("Nothing here [3].", true), None);
         assert_eq!(first_fact("It is in San Francisco [1].", true), Some(9));
         assert_eq!(first_fact("Francisco [1].", false), Some(0));
-        assert!(ends_sentence("in Paris [1]. "));
-        assert!(ends_sentence("the list:\n"));
-        assert!(!ends_sentence("located in "));
+        assert_eq!(ends_sentence("in Paris [1]. "), Some(true));
+        assert_eq!(ends_sentence("the list:\n"), Some(true));
+        assert_eq!(ends_sentence("located in "), Some(false));
+        assert_eq!(ends_sentence("[4] "), None);
+        // A citation mark opening a line is no word of its sentence.
+        assert_eq!(first_fact("[4] Check the box [1].", true), None);
     }
 }

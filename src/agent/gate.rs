@@ -116,8 +116,8 @@ impl<'k> FactGate<'k> {
             return ControlFlow::Continue(());
         }
         let shown: String = self.held.drain(..len).collect();
-        if !shown.trim().is_empty() {
-            self.opens_sentence = facts::ends_sentence(&shown);
+        if let Some(ends) = facts::ends_sentence(&shown) {
+            self.opens_sentence = ends;
         }
         on_text(&shown)
     }
@@ -453,6 +453,17 @@ mod tests {
             shown.last().unwrap(),
             "Licenses are per seat. Teams buy them [1]."
         );
+        // Nor is the first after a citation mark that numbers a step.
+        let tokens = [
+            "Steps:\n[1] Open",
+            " the license.\n",
+            "[2",
+            "]",
+            " Check",
+            " a seat.",
+        ];
+        let (_, made_up) = gate(&known, &tokens);
+        assert!(made_up.is_empty(), "{made_up:?}");
     }
 
     /// Streams `tokens` through a [`HoldBack`]; returns what was shown before the end, and
