@@ -25,15 +25,21 @@ use regex::Regex;
 
 use crate::sources::citation_marks;
 
+/// The names of the modifier keys that lead a key combination, lowercase.
+const MODIFIERS: [&str; 11] = [
+    "ctrl", "control", "cmd", "command", "alt", "option", "opt", "shift", "win", "super", "meta",
+];
+
 /// A number (with thousands separators, decimals, and the separators of times and dates), or
-/// a key combination led by a modifier key.
+/// a key combination led by a modifier key ([`MODIFIERS`]).
 static FACT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    Regex::new(&format!(
         r"(?ix)
-        \b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)
-            (?:\s*[+]\s*(?:[\p{L}\p{N}]+|[^\s\p{L}\p{N}+\[\]]))+
+        \b(?:{})
+            (?:\s*[+]\s*(?:[\p{{L}}\p{{N}}]+|[^\s\p{{L}}\p{{N}}+\[\]]))+
         | \d+(?:[.,:/-]\d+)*",
-    )
+        MODIFIERS.join("|")
+    ))
     .expect("valid regex")
 });
 
@@ -231,21 +237,19 @@ impl KnownFacts {
 }
 
 /// Where the end of `text` may be a fact still being written, if it may: a word with a digit
-/// in it, marks that may open one, or a key combination not yet whole (a modifier key's name or the start of one, then
-/// any keys joined by `+`, and perhaps a `+` still waiting for its key: `Ctrl+`, `` `Cmd + ``).
-/// A stream holds the text from there back until the fact is whole: shown before it is, a
-/// combination streamed a token at a time (`Ctrl`, `+`, `Shift`, `+D`) would never be checked.
+/// in it, marks that may open one, or a key combination not yet whole (a modifier key's name
+/// or the start of one, then any keys joined by `+`, and perhaps a `+` still waiting for its
+/// key: `Ctrl+`, `` `Cmd + ``). A stream holds the text from there back until the fact is
+/// whole: shown before it is, a combination streamed a token at a time (`Ctrl`, `+`,
+/// `Shift`, `+D`) would never be checked.
 pub fn unfinished_fact(text: &str) -> Option<usize> {
     static UNFINISHED_KEYS: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)\b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)(?:\s*[+]\s*[\p{L}\p{N}]+)*\s*[+]?\s*$",
-        )
+        Regex::new(&format!(
+            r"(?i)\b(?:{})(?:\s*[+]\s*[\p{{L}}\p{{N}}]+)*\s*[+]?\s*$",
+            MODIFIERS.join("|")
+        ))
         .expect("valid regex")
     });
-    const MODIFIERS: [&str; 11] = [
-        "ctrl", "control", "cmd", "command", "alt", "option", "opt", "shift", "win", "super",
-        "meta",
-    ];
     if let Some(keys) = UNFINISHED_KEYS.find(text) {
         // From the start of the word it stands in (`` `Ctrl ``), as a whole fact is held.
         let word = text[..keys.start()]
