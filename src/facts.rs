@@ -199,8 +199,13 @@ impl KnownFacts {
         unsupported
     }
 
-    /// Whether every word of `name` is known, or a word beginning with its first five letters.
+    /// Whether every word of `name` is known, or a word beginning with its first five letters;
+    /// a hyphenated name also when it is known written as one word ("WiFi" for "Wi-Fi").
     fn holds_name(&self, name: &str) -> bool {
+        let joined: String = name.chars().filter(|c| c.is_alphanumeric()).collect();
+        if name.contains('-') && self.holds_name(&joined) {
+            return true;
+        }
         name.split(|c: char| !c.is_alphanumeric())
             .filter(|word| !word.is_empty())
             .all(|word| {
@@ -319,8 +324,9 @@ const NOT_NAMES: &str = "\
 /// of its sentence (a possessive `'s` left out), less [`NOT_NAMES`]. `opens_sentence`: whether
 /// `text` begins a sentence; false when it goes on with one begun before it.
 pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
+    // A hyphenated word is one ("Wi-Fi" is no two names).
     static WORD: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+(?:['’][\p{L}\p{N}]+)*").expect("valid regex"));
+        LazyLock::new(|| Regex::new(r"[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*").expect("valid regex"));
     static SENTENCE_END: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[.!?。！？](?:\s|$)|\n").expect("valid regex"));
     let text = &without_marks(text);
@@ -351,17 +357,20 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
 
 /// Whether `word` is four capitals or fewer: a format or a unit (`PDF`, `RAM`, `GB`) more
 /// often than a name, written from what a model knows of the world, not of the notes.
-fn is_abbreviation(word: &str) -> bool {
+pub fn is_abbreviation(word: &str) -> bool {
     word.chars().count() <= 4 && word.chars().all(|c| c.is_uppercase())
 }
 
-/// The names `text` gives ([`names`], `text` opening a sentence), lowercase, each once
-/// ("Sophie was out shopping. The note says Sophie B …" names "sophie" and "b").
-pub fn names_in(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
+/// The names `text` gives ([`names`], `text` opening a sentence), as written, each once in
+/// any case ("Sophie was out shopping. The note says Sophie B …" names "Sophie" and "B").
+pub fn names_in(text: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = Vec::new();
     for name in names(text, true) {
-        let name = text[name].to_lowercase();
-        if !found.contains(&name) {
+        let name = &text[name];
+        if !found
+            .iter()
+            .any(|f| f.to_lowercase() == name.to_lowercase())
+        {
             found.push(name);
         }
     }
@@ -634,6 +643,12 @@ mod tests {
             ["Isaac", "Asimov"]
         );
         assert_eq!(given.unsupported("Isaac Asimov.", true), ["Asimov"]);
+        // A hyphenated name stands where its parts do, or where it is written as one word.
+        let wifi = known(&["Turn on WiFi first.", "A Peer-to-peer link."]);
+        for answer in ["Check the Wi-Fi.", "Open a Peer-to-Peer link."] {
+            assert!(wifi.unsupported(answer, true).is_empty(), "{answer}");
+        }
+        assert_eq!(wifi.unsupported("Use the Wi-Max.", true), ["Wi-Max"]);
     }
 
     #[test]
@@ -642,11 +657,13 @@ mod tests {
             names_in(
                 "Based on the notes, Sophie was out in February. The note says Sophie B left."
             ),
-            ["sophie", "b"]
+            ["Sophie", "B"]
         );
-        assert_eq!(names_in("I met AB1908 at the gym!"), ["ab1908"]);
+        assert_eq!(names_in("I met AB1908 at the gym!"), ["AB1908"]);
         assert!(names_in("the notes do not say.").is_empty());
-        assert_eq!(names_in("Two friends:\n- Sophie B\n- Elias"), ["b"]);
+        assert_eq!(names_in("Two friends:\n- Sophie B\n- Elias"), ["B"]);
+        // A hyphenated word is one name.
+        assert_eq!(names_in("Check that Wi-Fi is on."), ["Wi-Fi"]);
         let text = "so Kenji's phone";
         assert_eq!(
             names(text, false)

@@ -118,7 +118,7 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
                     .take(ANSWERED_NAMES)
                 {
                     query.push(' ');
-                    query.push_str(&name);
+                    query.push_str(name);
                 }
             }
             Searched { query, leans: true }
@@ -142,7 +142,7 @@ fn points_at_a_person(question: &str) -> bool {
 
 /// The names the last answer of the conversation gave, in its own words (its first
 /// paragraph: quoted passages follow a blank line).
-fn names_answered(conversation: &[Message]) -> Vec<String> {
+fn names_answered(conversation: &[Message]) -> Vec<&str> {
     let answer = conversation
         .iter()
         .rev()
@@ -366,14 +366,14 @@ mod tests {
         let searched = searched_for("What's her phone number?", &conversation);
         assert_eq!(
             searched.query,
-            format!("{first} What's her phone number? sophie")
+            format!("{first} What's her phone number? Sophie")
         );
         assert!(searched.leans);
         // A thing pointed back at is searched without the answer's names.
         conversation.push(Message::assistant("Sophie's number is 0612 [1]."));
         conversation.push(Message::user("How much does it cost?"));
         let searched = searched_for("How much does it cost?", &conversation);
-        assert!(!searched.query.contains("sophie"), "{}", searched.query);
+        assert!(!searched.query.contains("Sophie"), "{}", searched.query);
     }
 
     #[test]
