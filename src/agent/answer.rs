@@ -16,7 +16,7 @@ use obsidian_kb::dates::Period;
 
 use super::cite::{OpeningSources, unattributed};
 use super::gate::{FactGate, Restating};
-use super::own_words::adds_own;
+use super::own_words::{OwnWords, adds_own};
 use super::subject::Subject;
 use super::{Agent, AgentError};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
@@ -96,7 +96,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             shown.push_str(text);
             on_text(text)
         };
-        let mut restating = Restating::new(question, instruction.as_deref(), sources.list());
+        let own_words = instruction
+            .as_deref()
+            .map(|asked| OwnWords::new(question, asked, sources.list()));
+        let mut restating = Restating::new(own_words.as_ref());
         let completion = self.write_answer(&messages, &mut |text| {
             gate.pass(text, &mut |checked| restating.pass(checked, &mut show))
         })?;
@@ -129,8 +132,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(&answer, sources.list());
         // An answer saying only the question and that the sources lack it is the notes not
         // saying.
-        let adds = match instruction.as_deref() {
-            Some(asked) if !notes_lack_it => adds_own(question, asked, &answer, sources.list()),
+        let adds = match &own_words {
+            Some(own) if !notes_lack_it => own.adds(&answer),
             _ => Adds::Something,
         };
         let lines = answer_lines(language);

@@ -9,7 +9,6 @@ use std::ops::ControlFlow;
 use super::own_words::OwnWords;
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
-use crate::sources::Source;
 use crate::support::Adds;
 
 /// Streams an answer but holds back each clause that states a fact (a number, a key
@@ -174,19 +173,19 @@ impl HoldBack {
 /// then no answer: the turn takes it for the notes not saying. A bare yes or no is held too,
 /// for its next words may be the sources' lack. Released at the answer's third word of its
 /// own ([`crate::support::adds`]'s claim), which in an answer is usually among its first few.
-pub(super) struct Restating<'a> {
+pub(super) struct Restating<'o, 'a> {
     /// What the answer must add to the question; `None` (no sources, or released): nothing
     /// is held.
-    own: Option<OwnWords<'a>>,
+    own: Option<&'o OwnWords<'a>>,
     held: String,
 }
 
-impl<'a> Restating<'a> {
-    /// `asked`: the answer instruction the question stands in; `None` (no sources): nothing
-    /// is held.
-    pub(super) fn new(question: &'a str, asked: Option<&str>, sources: &'a [Source]) -> Self {
+impl<'o, 'a> Restating<'o, 'a> {
+    /// `own`: what the answer must add, read once for the whole answer (its end is judged
+    /// by the same); `None` (no sources): nothing is held.
+    pub(super) fn new(own: Option<&'o OwnWords<'a>>) -> Self {
         Restating {
-            own: asked.map(|asked| OwnWords::new(question, asked, sources)),
+            own,
             held: String::new(),
         }
     }
@@ -197,7 +196,7 @@ impl<'a> Restating<'a> {
         text: &str,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let Some(own) = &self.own else {
+        let Some(own) = self.own else {
             return on_text(text);
         };
         self.held.push_str(text);
@@ -245,6 +244,7 @@ fn may_be_notes_lack_it(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::Source;
 
     /// Streams `tokens` through a [`FactGate`] over `known`; returns what was shown after each
     /// token, and the made-up facts at the end.
@@ -281,7 +281,8 @@ mod tests {
             text: "email: jon@example.org".to_string(),
             passage: String::new(),
         }];
-        let mut hold = Restating::new(question, Some(&asked), &jonathan);
+        let own = OwnWords::new(question, &asked, &jonathan);
+        let mut hold = Restating::new(Some(&own));
         let mut shown = String::new();
         for token in tokens {
             let _ = hold.pass(token, &mut |t| {
@@ -350,7 +351,7 @@ mod tests {
         let (shown, held) = restate(question, &tokens);
         assert_eq!((shown.as_str(), held), ("", true));
         // Without sources there is nothing to hold for.
-        let mut hold = Restating::new(question, None, &[]);
+        let mut hold = Restating::new(None);
         let mut shown = String::new();
         let _ = hold.pass("Jonathan's email", &mut |t| {
             shown.push_str(t);
