@@ -134,6 +134,12 @@ pub struct AgentArgs {
     /// when that answer is that the notes do not say.
     #[arg(long)]
     pub decide_first: bool,
+    /// Have the model restate a follow-up that leans on the conversation ("And on Plus?") as a
+    /// question that stands alone, and search and answer that; by default it is searched
+    /// with the question before it, as typed (with a 1.5B model the restatement cost about
+    /// 0.8 s a follow-up and made no more answers right: docs/benches.md).
+    #[arg(long)]
+    pub restate: bool,
     /// Most tokens in an answer (default 256: `ask` and `chat` answer in a few sentences), a
     /// summary, a quiz item or a grade (default 512).
     #[arg(long)]

@@ -51,6 +51,13 @@ first ::= [^\[<\x00-\x20]
 rest ::= [^\x00]*
 "#;
 
+/// One line of prose, never a call: a follow-up written again as a question that stands
+/// alone (`agent::restate`). Whether it is a question is judged after it is written.
+pub const RESTATED_GBNF: &str = r#"root ::= first rest
+first ::= [^\[<\x00-\x20]
+rest ::= [^\n\x00]*
+"#;
+
 /// Source numbers in brackets, `[2]` or `[1, 3]` (at most five), each one of `1..=count`, or
 /// `none`: what the model may reply when asked which sources an uncited answer came from.
 pub fn citation_gbnf(count: usize) -> String {

@@ -24,7 +24,7 @@ use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 12] = [
+pub const TEMPLATES: [(&str, &str); 13] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -42,6 +42,10 @@ pub const TEMPLATES: [(&str, &str); 12] = [
     (
         ATTRIBUTION_INSTRUCTION,
         include_str!("../prompts/agent/attribute.j2"),
+    ),
+    (
+        RESTATE_INSTRUCTION,
+        include_str!("../prompts/agent/restate.j2"),
     ),
     (
         "study/summarize.j2",
@@ -65,6 +69,7 @@ const TOOL_INSTRUCTIONS: &str = "tools/pythonic.j2";
 const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
 const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
 const ATTRIBUTION_INSTRUCTION: &str = "agent/attribute.j2";
+const RESTATE_INSTRUCTION: &str = "agent/restate.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
 
@@ -444,6 +449,29 @@ impl ChatTemplate {
     /// came from.
     pub fn attribution_instruction(&self, count: usize) -> Result<String, PromptError> {
         self.render(ATTRIBUTION_INSTRUCTION, json!({"count": count}))
+    }
+
+    /// The restatement step's message: the follow-up `question`, after the earlier `turns`
+    /// (question, the start of its answer), to be written again to stand alone, in its
+    /// language when its script says it.
+    pub fn restate_instruction(
+        &self,
+        turns: &[(&str, &str)],
+        question: &str,
+    ) -> Result<String, PromptError> {
+        let language = Language::of(question);
+        let turns: Vec<Value> = turns
+            .iter()
+            .map(|(question, answer)| json!({"question": question, "answer": answer}))
+            .collect();
+        self.render(
+            RESTATE_INSTRUCTION,
+            json!({
+                "turns": turns,
+                "follow_up": question,
+                "language": language.map(Language::name),
+            }),
+        )
     }
 
     /// A study prompt's text (a message's content, not a whole prompt) with `vars` filled in.

@@ -425,6 +425,7 @@ impl Workbench {
             sampling: model_args.sampling(),
             cancel: self.interrupt.token(),
             today: agent_args.today.unwrap_or_else(obsidian_kb::dates::today),
+            restate: agent_args.restate,
         }
     }
 

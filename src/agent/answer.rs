@@ -45,11 +45,19 @@ const REREAD_HELD_SHARE: f32 = 0.5;
 pub(super) struct Asked<'a> {
     /// The question as the person asked it.
     pub(super) question: &'a str,
+    /// The question restated to stand alone, when it leaned on the conversation
+    /// ([`super::restate`]): what the answer step asks.
+    pub(super) restated: Option<&'a str>,
     /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
 }
 
-impl Asked<'_> {
+impl<'a> Asked<'a> {
+    /// The question the answer step asks: restated when it was, else as asked.
+    pub(super) fn meant(&self) -> &'a str {
+        self.restated.unwrap_or(self.question)
+    }
+
     /// What the answer instruction says of the question after asking it: the day or period a
     /// follow-up means; `None` otherwise. Only the day: told the question a follow-up follows
     /// on from, Qwen2.5-1.5B answered that one instead ("And video?" got the image formats
@@ -75,7 +83,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         sources: &Sources,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
-        let question = asked.question;
+        let question = asked.meant();
         let instruction = if sources.list().is_empty() {
             None
         } else {
@@ -87,7 +95,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation);
         messages.extend(instruction.iter().map(Message::user));
-        let known = known_facts(&messages, sources, question);
+        let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known);
         // What of the answer reached the user before a made-up fact closed the gate: it stays
         // part of the answer, which is what they read.
@@ -209,14 +217,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         asked: &Asked,
         sources: &mut Sources,
     ) -> Result<Reading, AgentError> {
-        let (question, context) = (asked.question, asked.context());
+        let (question, context) = (asked.meant(), asked.context());
         // The conversation up to this turn's question: its calls and results make way for
         // the one source.
-        let asked = conversation
+        let upto = conversation
             .iter()
             .rposition(|m| m.role == Role::User)
             .map_or(conversation.len(), |at| at + 1);
-        let mut messages = for_answer(&conversation[..asked]);
+        let mut messages = for_answer(&conversation[..upto]);
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
         let instruction = self
             .template
@@ -227,7 +235,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
-        let made_up = known_facts(&messages, sources, question).unsupported(&own, true);
+        let made_up = known_facts(&messages, sources, asked).unsupported(&own, true);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
             && adds_own(question, &instruction, answer, &sources.list()[..1]) == Adds::Something
@@ -285,7 +293,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 }
 
 /// What the model was given to answer from, read for its facts: every message of the answer
-/// prompt but those asking `question` (earlier turns' questions, results and answers: a
+/// prompt but those asking the question, as asked or restated (earlier turns' questions, results and answers: a
 /// follow-up may take its figure from them), and every source's label, the text it was shown
 /// and the whole passage (a fact in the part it was not shown is still no invention of its
 /// own).
@@ -299,12 +307,16 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// A question asking a date, an amount, an email address or a phone number about someone it
 /// names ([`Subject`]) knows only what the sources say of them: a fact about somebody else
 /// ("February 14, 2025", the day another person had her birthday) is no answer about them.
-fn known_facts(messages: &[Message], sources: &Sources, question: &str) -> KnownFacts {
-    let question = question.trim();
+fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownFacts {
+    let question = asked.meant().trim();
+    let asking = |m: &Message| {
+        m.role == Role::User
+            && (m.content.contains(question) || m.content.contains(asked.question.trim()))
+    };
     let subject = Subject::of(question);
     let given: Vec<String> = messages
         .iter()
-        .filter(|m| !(m.role == Role::User && m.content.contains(question)))
+        .filter(|m| !asking(m))
         .map(|m| {
             let text = sources.list().iter().fold(m.content.clone(), |text, s| {
                 text.replace(&s.breadcrumb(), &s.label())

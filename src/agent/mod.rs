@@ -16,6 +16,7 @@
 //!
 //! This module owns the turn: its order of steps, its options and records. Each step is a
 //! module of its own, in the order data flows through a turn:
+//! - [`restate`]: a follow-up that leans on the conversation written again to stand alone;
 //! - [`retrieve`]: the searches the agent makes itself (the opening one, the wider one);
 //! - [`decide`]: decision steps, generated under the tool grammar;
 //! - [`calls`]: calls checked, approved and run, their results rendered for the model;
@@ -35,6 +36,7 @@ mod cite;
 mod decide;
 mod gate;
 mod own_words;
+mod restate;
 mod retrieve;
 mod subject;
 
@@ -91,6 +93,10 @@ pub struct AgentOptions {
     pub cancel: CancellationToken,
     /// The day relative dates in a question count from.
     pub today: NaiveDate,
+    /// Have the model restate a follow-up that leans on the conversation as a question that
+    /// stands alone, and search and answer that ([`restate`]). Off: it is searched with the
+    /// question before it.
+    pub restate: bool,
 }
 
 impl Default for AgentOptions {
@@ -104,6 +110,7 @@ impl Default for AgentOptions {
             sampling: Sampling::default(),
             cancel: CancellationToken::new(),
             today: obsidian_kb::dates::today(),
+            restate: false,
         }
     }
 }
@@ -130,7 +137,8 @@ pub struct CallRecord {
 /// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `retrieve`, `decision`, `answer`, `reread` (a second reading that found no answer,
+    /// `restate` (a follow-up written again to stand alone, [`restate`]), `retrieve`,
+    /// `decision`, `answer`, `reread` (a second reading that found no answer,
     /// [`Agent::reread`]) or `attribute`.
     pub kind: &'static str,
     /// The raw model output.
@@ -287,8 +295,19 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // What the turn searches for: the question, or a follow-up with the one it leans on,
         // within the day or period it names.
         let searched = retrieve::searched_for(question, conversation);
-        let query = searched.query.as_str();
-        let period = retrieve::period_asked(question, query, conversation, self.options.today);
+        let restated = match searched.leans && self.options.restate {
+            true => {
+                let (restated, completion) = self.restate(conversation)?;
+                if let Some(completion) = &completion {
+                    gathered.steps.push(step("restate", completion, Vec::new()));
+                }
+                restated
+            }
+            false => None,
+        };
+        let query = restated.as_deref().unwrap_or(&searched.query);
+        let period =
+            retrieve::period_asked(question, &searched.query, conversation, self.options.today);
         let retrieved = match &vault {
             Some(vault) => self.open(vault, query, period, &tools, conversation, &mut gathered)?,
             None => false,
@@ -297,6 +316,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // that day only when told which it is.
         let asked = Asked {
             question,
+            restated: restated.as_deref(),
             period: period.filter(|_| searched.leans),
         };
         let asked = &asked;
