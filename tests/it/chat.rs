@@ -9,29 +9,36 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-#[test]
-fn chat_keeps_a_conversation_across_turns_and_commands() {
-    let model = common::smollm2();
-    let dir = tempfile::tempdir().unwrap();
-    let saved = dir.path().join("s.json");
+/// `recall chat` on the real SmolLM2 model and the fixture vault, greedy, one decision step
+/// per turn (the loop has its own tests, and debug llama.cpp is slow), no configuration but
+/// `flags`, its state under `state`, and every stream piped.
+fn piped_chat(state: &Path, flags: &[&str]) -> Command {
     let vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vault");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
+    command
         .args(["chat", "--model"])
-        .arg(&model)
+        .arg(common::smollm2())
         .arg("--vault")
         .arg(&vault)
-        .args(["--temp", "0", "--ctx", "4096", "--max-tokens", "48"])
-        // One decision step per turn: the loop has its own tests, and debug llama.cpp is slow.
-        .args(["--max-steps", "1"])
+        .args(["--temp", "0", "--ctx", "4096", "--max-steps", "1"])
+        .args(flags)
         .env_remove("RECALL_VAULT")
         .env_remove("RECALL_MODEL")
         .env_remove("RECALL_ENGINE")
         .env("HF_HUB_OFFLINE", "1")
         .env("XDG_CONFIG_HOME", "/nonexistent")
-        .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_STATE_HOME", state)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+#[test]
+fn chat_keeps_a_conversation_across_turns_and_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("s.json");
+    let mut child = piped_chat(dir.path(), &["--max-tokens", "48"])
         .spawn()
         .expect("recall runs");
     let saved_path = saved.display();
@@ -81,24 +88,8 @@ fn chat_keeps_a_conversation_across_turns_and_commands() {
 /// the follow-up searched with the question before it). A question of its own is not.
 #[test]
 fn chat_restates_a_follow_up_with_the_real_model() {
-    let vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vault");
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["chat", "--json", "--restate", "--model"])
-        .arg(common::smollm2())
-        .arg("--vault")
-        .arg(&vault)
-        .args(["--temp", "0", "--ctx", "4096", "--max-tokens", "32"])
-        .args(["--max-steps", "1"])
-        .env_remove("RECALL_VAULT")
-        .env_remove("RECALL_MODEL")
-        .env_remove("RECALL_ENGINE")
-        .env("HF_HUB_OFFLINE", "1")
-        .env("XDG_CONFIG_HOME", "/nonexistent")
-        .env("XDG_STATE_HOME", dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let out = piped_chat(dir.path(), &["--max-tokens", "32", "--json", "--restate"])
         .spawn()
         .and_then(|mut child| {
             let script = "What does the launch note say?\nAnd the pump?\n";
