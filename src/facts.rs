@@ -357,7 +357,7 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
 
 /// Whether `word` is four capitals or fewer: a format or a unit (`PDF`, `RAM`, `GB`) more
 /// often than a name, written from what a model knows of the world, not of the notes.
-pub fn is_abbreviation(word: &str) -> bool {
+fn is_abbreviation(word: &str) -> bool {
     word.chars().count() <= 4 && word.chars().all(|c| c.is_uppercase())
 }
 

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::facts::{is_abbreviation, names_in, without_marks};
+use crate::facts::{names_in, without_marks};
 use crate::sources::Source;
 
 /// A kind of fact a question asks for by name, which an answer must hold to be one.
@@ -120,8 +120,7 @@ pub(super) fn addresses_stand_in(answer: &str, about: &str) -> bool {
 /// email address or a phone number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Subject {
-    /// Each name, lowercase: a word written with a capital past the question's first word, not
-    /// an abbreviation.
+    /// Each name, lowercase: a word written with a capital past the question's first word.
     names: Vec<String>,
 }
 
@@ -136,12 +135,10 @@ impl Subject {
         if !ASKS_A_FACT.is_match(question) && Wanted::in_question(question).is_none() {
             return None;
         }
-        // An abbreviation is more often a format or a unit than whom a fact is about ("How
-        // many pages of the AR book have I read?" kept only lines naming "AR", and the count
-        // stood on another).
+        // An abbreviation names a subject too: "How many pages of the AR book have I read?"
+        // is answered from the book whose note names "AR", not from another book's count.
         let names: Vec<String> = names_in(question)
             .into_iter()
-            .filter(|name| !is_abbreviation(name))
             .map(str::to_lowercase)
             .collect();
         (!names.is_empty()).then_some(Subject { names })
@@ -234,7 +231,10 @@ mod tests {
         assert_eq!(names("Where did Jesse and I have dinner?"), None);
         assert_eq!(names("Does Sync work on my Android phone?"), None);
         assert_eq!(names("who is priya"), None);
-        assert_eq!(names("How many pages of the AR book have I read?"), None);
+        assert_eq!(
+            names("How many pages of the AR book have I read?"),
+            Some(vec!["ar".into()])
+        );
         assert_eq!(names("普里娅的生日是哪天？"), None);
     }
 
