@@ -293,10 +293,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 }
 
 /// What the model was given to answer from, read for its facts: every message of the answer
-/// prompt but those asking the question, as asked or restated (earlier turns' questions, results and answers: a
-/// follow-up may take its figure from them), and every source's label, the text it was shown
-/// and the whole passage (a fact in the part it was not shown is still no invention of its
-/// own).
+/// prompt but those asking the question, as asked or restated (earlier turns' questions,
+/// results and answers: a follow-up may take its figure from them), and every source's label,
+/// the text it was shown and the whole passage (a fact in the part it was not shown is still
+/// no invention of its own).
 ///
 /// The question's own facts are not known for being asked (its names are, and so are the
 /// folders a source sits in): an answer restating "3 March
