@@ -9,11 +9,11 @@
 //!
 //! The restatement runs on the decision context, which an answer-first turn leaves idle, as
 //! a prompt of its own: an instruction with two examples (the prompt cache keeps them), then
-//! the last turns, each question with the start of its answer, and the follow-up. Given the whole conversation with its sources, and
-//! asked in words alone, Qwen2.5-1.5B wrote the instruction back ("Who has not read our
-//! conversation must understand it."). A restatement is used only when it can stand for
-//! the follow-up ([`stands_for`]); otherwise the turn searches the follow-up with the
-//! question before it, as without this step.
+//! the last turns, each question with the start of its answer, and the follow-up. Given the
+//! whole conversation with its sources, and asked in words alone, Qwen2.5-1.5B wrote the
+//! instruction back ("Who has not read our conversation must understand it."). A
+//! restatement is used only when it can stand for the follow-up ([`stands_for`]); otherwise
+//! the turn searches the follow-up with the question before it, as without this step.
 
 use std::ops::ControlFlow;
 
@@ -139,15 +139,14 @@ fn one_line(text: &str) -> String {
 /// search terms of the follow-up's own ([`keeps_most`]: one that drops them asks something
 /// else, most often the question before again), and not an earlier question written out
 /// again.
-pub(super) fn stands_for(restated: &str, question: &str, earlier: &[&str]) -> bool {
+fn stands_for(restated: &str, question: &str, earlier: &[&str]) -> bool {
     let mut tokenizer = Tokenizer::default();
     let terms = tokenizer.query_terms(restated);
-    let same = |a: &str, b: &str| squeezed(a) == squeezed(b);
     restated.ends_with(['?', '？'])
         && squeezed(restated) != squeezed(question)
         && Language::of(restated) == Language::of(question)
         && keeps_most(&terms, &tokenizer.query_terms(question))
-        && !earlier.iter().any(|e| same(e, restated))
+        && !earlier.iter().any(|e| squeezed(e) == squeezed(restated))
 }
 
 /// Whether `terms` hold at least half of `own` (all of one): a restatement drops a filler
