@@ -296,13 +296,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // within the day or period it names.
         let searched = retrieve::searched_for(question, conversation);
         let restated = match searched.leans && self.options.restate {
-            true => {
-                let (restated, completion) = self.restate(conversation)?;
-                if let Some(completion) = &completion {
-                    gathered.steps.push(step("restate", completion, Vec::new()));
-                }
-                restated
-            }
+            true => self.restate(conversation, &mut gathered.steps)?,
             false => None,
         };
         let query = restated.as_deref().unwrap_or(&searched.query);

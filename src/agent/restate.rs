@@ -19,8 +19,8 @@ use std::ops::ControlFlow;
 
 use obsidian_kb::search::Tokenizer;
 
-use super::{Agent, AgentError};
-use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use super::{Agent, AgentError, StepRecord, step};
+use crate::engine::{Cancelled, ChatModel, Constraint, StopReason};
 use crate::facts::without_marks;
 use crate::grammar::{RESTATED_GBNF, ROOT};
 use crate::language::Language;
@@ -37,18 +37,19 @@ const RESTATE_SYSTEM: &str = include_str!("../../prompts/agent/restate_system.tx
 const LABEL: &str = "Rewritten:";
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
-    /// The follow-up that ends `conversation` restated to stand alone, with its generation;
-    /// `None` when the restatement cannot stand for it ([`stands_for`]) or the model failed
-    /// (the turn goes on without it; Ctrl-C still stops it).
+    /// The follow-up that ends `conversation` restated to stand alone, its generation added
+    /// to `steps`; `None` when the restatement cannot stand for it ([`stands_for`]) or the
+    /// model failed (the turn goes on without it; Ctrl-C still stops it).
     pub(super) fn restate(
         &mut self,
         conversation: &[Message],
-    ) -> Result<(Option<String>, Option<Completion>), AgentError> {
+        steps: &mut Vec<StepRecord>,
+    ) -> Result<Option<String>, AgentError> {
         let Some((last, before)) = conversation.split_last() else {
-            return Ok((None, None));
+            return Ok(None);
         };
         if last.role != Role::User {
-            return Ok((None, None));
+            return Ok(None);
         }
         let question = last.content.trim();
         let turns = earlier_turns(before);
@@ -74,10 +75,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Ok(completion) => completion,
             Err(e) => {
                 tracing::debug!("restatement failed, the follow-up is searched as it leans: {e}");
-                return Ok((None, None));
+                return Ok(None);
             }
         };
         tracing::debug!(target: "recall::model", "restated: {:?}", completion.text);
+        steps.push(step("restate", &completion, Vec::new()));
         if completion.stop == StopReason::Cancelled {
             return Err(Cancelled.into());
         }
@@ -87,7 +89,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let restated = restated.strip_prefix(LABEL).unwrap_or(restated).trim();
         let stands =
             completion.stop == StopReason::EndOfTurn && stands_for(restated, question, &earlier);
-        Ok((stands.then(|| restated.to_string()), Some(completion)))
+        Ok(stands.then(|| restated.to_string()))
     }
 }
 
