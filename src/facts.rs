@@ -242,9 +242,9 @@ impl KnownFacts {
 }
 
 /// Where the end of `text` may be a fact still being written, if it may: a word with a digit
-/// in it, marks that may open one, or a key combination not yet whole (a modifier key's name
+/// in it, marks that may open one, a key combination not yet whole (a modifier key's name
 /// or the start of one, then any keys joined by `+`, and perhaps a `+` still waiting for its
-/// key: `Ctrl+`, `` `Cmd + ``). A stream holds the text from there back until the fact is
+/// key: `Ctrl+`, `` `Cmd + ``), or a word that may go on. A stream holds the text from there back until the fact is
 /// whole: shown before it is, a combination streamed a token at a time (`Ctrl`, `+`,
 /// `Shift`, `+D`) would never be checked.
 pub fn unfinished_fact(text: &str) -> Option<usize> {
@@ -271,7 +271,16 @@ pub fn unfinished_fact(text: &str) -> Option<usize> {
     let may_begin = word.chars().any(|c| c.is_ascii_digit())
         || (name.is_empty() && !word.is_empty())
         || (!name.is_empty() && MODIFIERS.iter().any(|m| m.starts_with(&name)));
-    may_begin.then(|| text.len() - word.len())
+    if may_begin {
+        return Some(text.len() - word.len());
+    }
+    // A word may be cut between tokens, and its tail may open with a capital: shown as far as
+    // "iOS/i", the rest ("PadOS") read as a name of its own. (Latin letters: a run of CJK
+    // characters has no word to wait for.)
+    let tail = text
+        .trim_end_matches(|c: char| c.is_ascii_alphanumeric())
+        .len();
+    (tail < text.len()).then_some(tail)
 }
 
 /// Where the clause that begins `text` ends: after a sentence or clause mark followed by
@@ -689,11 +698,15 @@ mod tests {
             ("is `Cmd + T", 3),
             ("is Cmd ", 3),
             ("is `", 3),
+            // A word may go on: "iOS/i" then "PadOS" is no name "PadOS".
+            ("It costs a lot", 11),
+            ("在 iOS/i", 8),
         ] {
             assert_eq!(unfinished_fact(held), Some(from), "{held}");
         }
         for shown in [
-            "It costs a lot",
+            "It costs a lot.",
+            "在笔记里",
             "Press the ",
             "Control panel. ",
             "Shift+Tab, then ",

@@ -378,11 +378,25 @@ mod tests {
             ],
         );
         assert!(made_up.is_empty());
-        assert_eq!(shown[0], "The pump");
+        // The last word waits for the next token: it may go on.
+        assert_eq!(shown[0], "The ");
         assert_eq!(shown[1], "The pump delivers ");
         assert_eq!(shown[3], "The pump delivers ");
-        assert_eq!(shown[4], "The pump delivers 1,200 litres, at");
+        assert_eq!(shown[4], "The pump delivers 1,200 litres, ");
         assert_eq!(shown[6], "The pump delivers 1,200 litres, at noon [1].");
+    }
+
+    #[test]
+    fn a_word_cut_between_tokens_is_checked_whole() {
+        // "iOS/i" then "PadOS": shown as far as the cut, the tail read as a name of its own
+        // that no source gives.
+        let (shown, made_up) = gate(
+            &["在 iOS 或 iPadOS 上打开。"],
+            &["在 iOS/i", "PadOS 上打开。"],
+        );
+        assert!(made_up.is_empty(), "{made_up:?}");
+        assert_eq!(shown[0], "在 iOS/");
+        assert_eq!(shown.last().unwrap(), "在 iOS/iPadOS 上打开。");
     }
 
     #[test]
