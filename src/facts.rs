@@ -242,11 +242,11 @@ impl KnownFacts {
 }
 
 /// Where the end of `text` may be a fact still being written, if it may: a word with a digit
-/// in it, marks that may open one, a key combination not yet whole (a modifier key's name
-/// or the start of one, then any keys joined by `+`, and perhaps a `+` still waiting for its
-/// key: `Ctrl+`, `` `Cmd + ``), or a word that may go on. A stream holds the text from there back until the fact is
-/// whole: shown before it is, a combination streamed a token at a time (`Ctrl`, `+`,
-/// `Shift`, `+D`) would never be checked.
+/// in it, marks that may open one, a key combination not yet whole (a modifier key's name or
+/// the start of one, then any keys joined by `+`, and perhaps a `+` still waiting for its key:
+/// `Ctrl+`, `` `Cmd + ``), or a word that may go on. A stream holds the text from there back
+/// until the fact is whole: shown before it is, a combination streamed a token at a time
+/// (`Ctrl`, `+`, `Shift`, `+D`) would never be checked.
 pub fn unfinished_fact(text: &str) -> Option<usize> {
     static UNFINISHED_KEYS: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(&format!(
