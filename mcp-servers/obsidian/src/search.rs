@@ -290,44 +290,54 @@ impl Tokenizer {
                     break;
                 }
             }
-            self.word.clear();
             let raw = &text[start..end];
-            if raw.is_ascii() {
-                self.word.push_str(raw);
-                self.word.make_ascii_lowercase();
-            } else {
-                self.word.extend(raw.chars().flat_map(char::to_lowercase));
-            }
-            if self.word.len() > 64 {
-                continue;
-            }
-            // One lookup per word: the cache also remembers which words are stop words.
-            let id = match self.words.get(self.word.as_str()) {
-                Some(&id) => id,
-                None => {
-                    if let Some(only) = only
-                        && !only.iter().any(|t| same_start(t, &self.word))
-                    {
-                        continue;
-                    }
-                    let id = if is_stop_word(&self.word) {
-                        None
-                    } else if self.word.bytes().any(|b| b.is_ascii_digit()) {
-                        Some(self.vocab.intern(&self.word))
-                    } else {
-                        Some(self.vocab.intern(&self.stemmer.stem(&self.word)))
-                    };
-                    if self.words.len() >= WORD_CACHE {
-                        self.words.clear();
-                    }
-                    self.words.insert(self.word.as_str().into(), id);
-                    id
-                }
-            };
-            if let Some(id) = id {
+            if let Some(id) = self.word_term(raw, only) {
                 f(&self.vocab, id, start, end);
             }
+            // A word joined of others is found by its head too ("iPadOS" by "iPad", "macOS"
+            // by "Mac", "JavaScript" by "Java"): a person names the device, a note the system.
+            for head in camel_heads(raw) {
+                if let Some(id) = self.word_term(&raw[..head], only) {
+                    f(&self.vocab, id, start, start + head);
+                }
+            }
         }
+    }
+
+    /// The term of the word `raw` (lowercased and stemmed; numbers as they are); `None` for a
+    /// stop word, a word over 64 bytes, or one that cannot stem to any of `only`.
+    fn word_term(&mut self, raw: &str, only: Option<&[String]>) -> Option<TermId> {
+        self.word.clear();
+        if raw.is_ascii() {
+            self.word.push_str(raw);
+            self.word.make_ascii_lowercase();
+        } else {
+            self.word.extend(raw.chars().flat_map(char::to_lowercase));
+        }
+        if self.word.len() > 64 {
+            return None;
+        }
+        // One lookup per word: the cache also remembers which words are stop words.
+        if let Some(&id) = self.words.get(self.word.as_str()) {
+            return id;
+        }
+        if let Some(only) = only
+            && !only.iter().any(|t| same_start(t, &self.word))
+        {
+            return None;
+        }
+        let id = if is_stop_word(&self.word) {
+            None
+        } else if self.word.bytes().any(|b| b.is_ascii_digit()) {
+            Some(self.vocab.intern(&self.word))
+        } else {
+            Some(self.vocab.intern(&self.stemmer.stem(&self.word)))
+        };
+        if self.words.len() >= WORD_CACHE {
+            self.words.clear();
+        }
+        self.words.insert(self.word.as_str().into(), id);
+        id
     }
 
     /// The distinct terms of a query, in order.
@@ -340,6 +350,17 @@ impl Tokenizer {
         });
         out
     }
+}
+
+/// Where the heads of a word joined of others end: before each capital that follows a small
+/// letter, three letters in or more ("iPadOS": 4, for "iPad"; "macOS": 3). Not "iCloud"'s
+/// "i", a letter too few to find anything by.
+fn camel_heads(word: &str) -> impl Iterator<Item = usize> + '_ {
+    word.char_indices()
+        .zip(word.chars().skip(1).enumerate())
+        .filter(|((_, c), (_, next))| c.is_lowercase() && next.is_uppercase())
+        .map(|((at, c), _)| at + c.len_utf8())
+        .filter(|&head| word[..head].chars().count() >= 3)
 }
 
 /// Whether two strings share their first two characters (or one is a prefix of the other).
@@ -634,6 +655,20 @@ mod tests {
     fn stems_and_drops_stop_words() {
         assert_eq!(terms("What are the running Foxes?"), vec!["run", "fox"]);
         assert_eq!(terms("version 2024"), vec!["version", "2024"]);
+    }
+
+    #[test]
+    fn a_word_joined_of_others_is_found_by_its_head() {
+        assert_eq!(terms("iPadOS"), vec!["ipado", "ipad"]);
+        assert_eq!(terms("on macOS"), vec!["maco", "mac"]);
+        assert_eq!(terms("JavaScript"), vec!["javascript", "java"]);
+        // A head of under three letters finds nothing by itself.
+        assert_eq!(terms("iCloud"), vec!["icloud"]);
+        let mut t = Tokenizer::default();
+        assert!(
+            t.query_terms("What about on my iPad?")
+                .contains(&"ipad".to_string())
+        );
     }
 
     #[test]
