@@ -357,8 +357,8 @@ impl Tokenizer {
 /// "i", a letter too few to find anything by.
 fn camel_heads(word: &str) -> impl Iterator<Item = usize> + '_ {
     word.char_indices()
-        .zip(word.chars().skip(1).enumerate())
-        .filter(|((_, c), (_, next))| c.is_lowercase() && next.is_uppercase())
+        .zip(word.chars().skip(1))
+        .filter(|((_, c), next)| c.is_lowercase() && next.is_uppercase())
         .map(|((at, c), _)| at + c.len_utf8())
         .filter(|&head| word[..head].chars().count() >= 3)
 }
