@@ -9,6 +9,18 @@ use std::sync::LazyLock;
 pub use obsidian_kb::language::Language;
 use regex::Regex;
 
+/// Two questions are the same when their letters and digits are, whatever the case, spaces
+/// or marks.
+pub fn same_question(a: &str, b: &str) -> bool {
+    let key = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    key(a) == key(b)
+}
+
 /// Every sentence the answer step asks for when the sources lack the answer, lowercase: the
 /// English one (and its contraction) and each language's own.
 pub const NOTES_LACK_IT: [&str; 5] = [

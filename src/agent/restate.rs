@@ -23,7 +23,7 @@ use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Constraint, StopReason};
 use crate::facts::without_marks;
 use crate::grammar::{RESTATED_GBNF, ROOT};
-use crate::language::Language;
+use crate::language::{Language, same_question};
 use crate::prompt::{Message, Role};
 use crate::tool::ToolHost;
 
@@ -145,10 +145,10 @@ fn stands_for(restated: &str, question: &str, earlier: &[&str]) -> bool {
     let mut tokenizer = Tokenizer::default();
     let terms = tokenizer.query_terms(restated);
     restated.ends_with(['?', '？'])
-        && squeezed(restated) != squeezed(question)
+        && !same_question(restated, question)
         && Language::of(restated) == Language::of(question)
         && keeps_most(&terms, &tokenizer.query_terms(question))
-        && !earlier.iter().any(|e| squeezed(e) == squeezed(restated))
+        && !earlier.iter().any(|e| same_question(e, restated))
 }
 
 /// Whether `terms` hold at least half of `own` (all of one): a restatement drops a filler
@@ -157,16 +157,6 @@ fn stands_for(restated: &str, question: &str, earlier: &[&str]) -> bool {
 fn keeps_most(terms: &[String], own: &[String]) -> bool {
     let kept = own.iter().filter(|term| terms.contains(term)).count();
     2 * kept >= own.len()
-}
-
-/// A question's letters and digits, lowercase: two questions that differ only in spaces,
-/// marks or case are the same question.
-fn squeezed(question: &str) -> String {
-    question
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 #[cfg(test)]

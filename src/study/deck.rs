@@ -15,7 +15,7 @@ use rs_fsrs::{FSRS, Rating};
 use serde::{Deserialize, Serialize};
 
 use super::grade::Grade;
-use super::item::same_question;
+use crate::language::same_question;
 
 /// The version of the deck file's layout.
 const DECK_VERSION: u32 = 1;

@@ -24,6 +24,7 @@ use super::chunk::{blocks, body_chars, chunk_text, headings};
 use super::target::SourceNote;
 use super::writer::{Grammar, Writer, line_rule};
 use crate::engine::StopReason;
+use crate::language::same_question;
 use crate::markup;
 use crate::prompt::StudyPrompt;
 use crate::support;
@@ -183,17 +184,6 @@ fn points_elsewhere(answer: &str) -> bool {
             .expect("a valid regex")
     });
     POINTING.is_match(answer)
-}
-
-/// Two questions are the same when their letters and digits are, whatever the case.
-pub(super) fn same_question(a: &str, b: &str) -> bool {
-    let key = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    key(a) == key(b)
 }
 
 /// What one quiz prompt shows: one paragraph (or list, or section start) of a note, with the
