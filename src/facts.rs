@@ -100,6 +100,9 @@ pub struct KnownFacts {
     /// Every word, lowercase, and the first five letters of each word of five or more: where
     /// names are looked for.
     words: HashSet<String>,
+    /// The versions the question names ([`versions_in`]), squeezed: facts of the question,
+    /// which an answer may state only where a source does.
+    asked_versions: Vec<String>,
 }
 
 impl KnownFacts {
@@ -139,7 +142,19 @@ impl KnownFacts {
             squeezed,
             combinations,
             words,
+            asked_versions: Vec::new(),
         }
+    }
+
+    /// Knows what the question gives: its names ([`KnownFacts::know_names_in`]), but not the
+    /// versions it names ("Windows 7", "Obsidian 2.0"). Those must stand in a source to be
+    /// stated: asked "Does the desktop app still run on Windows 7?", Qwen2.5-1.5B answered
+    /// "Yes, the desktop app still runs on Windows 7." from notes that name no Windows
+    /// version, and "Obsidian 2.0 is not currently scheduled" from a note whose only 2.0 was
+    /// a license's.
+    pub fn know_question(&mut self, question: &str) {
+        self.know_names_in(question);
+        self.asked_versions = versions_in(question);
     }
 
     /// Knows the words of `text` as names too (not its numbers): a question's own names
@@ -169,19 +184,25 @@ impl KnownFacts {
         let facts = FACT
             .find_iter(&text)
             .filter(|found| !named.iter().any(|date| date.contains(&found.start())))
-            .filter(|found| {
+            .filter_map(|found| {
+                let before = &text[..found.start()];
+                // A version the question names stands where a source writes it after the
+                // same name: "Windows 7", not a 7 anywhere.
+                if let Some(version) = self.unasked_version(before, found.as_str()) {
+                    return Some(version);
+                }
                 let fact = Fact::read(found.as_str());
-                match &fact {
+                let unsupported = match &fact {
                     // A single digit is a fact only as an amount, and then the amount must
                     // stand somewhere as written: "4GB", not a 4 anywhere.
                     Fact::Number { whole, .. } if whole.len() == 1 => {
-                        amount(&text[..found.start()], whole, &text[found.end()..])
+                        amount(before, whole, &text[found.end()..])
                             .is_some_and(|forms| !forms.iter().any(|f| self.squeezed.contains(f)))
                     }
                     _ => !self.holds(&fact),
-                }
-            })
-            .map(|found| found.as_str().trim().to_string());
+                };
+                unsupported.then(|| found.as_str().trim().to_string())
+            });
         unsupported.extend(facts);
         // A modifier key's name is no name: `Ctrl+Shift+D` was checked as a combination.
         let combinations: Vec<Range<usize>> = FACT
@@ -199,9 +220,26 @@ impl KnownFacts {
         unsupported
     }
 
+    /// The version `number` is, written after `before`, when the question names it and no
+    /// source writes it ("Windows 7": the name it follows and it are one of
+    /// [`KnownFacts::asked_versions`], squeezed, and stand nowhere).
+    fn unasked_version(&self, before: &str, number: &str) -> Option<String> {
+        if self.asked_versions.is_empty() {
+            return None;
+        }
+        let name = before
+            .trim_end()
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .next()
+            .filter(|word| !word.is_empty())?;
+        let version = squeeze(&format!("{name}{number}"));
+        (self.asked_versions.contains(&version) && !self.squeezed.contains(&version))
+            .then(|| format!("{name} {}", number.trim()))
+    }
+
     /// Whether every word of `name` is known, or a word beginning with its first five letters;
     /// a hyphenated name also when it is known written as one word ("WiFi" for "Wi-Fi").
-    fn holds_name(&self, name: &str) -> bool {
+    pub fn holds_name(&self, name: &str) -> bool {
         let joined: String = name.chars().filter(|c| c.is_alphanumeric()).collect();
         if name.contains('-') && self.holds_name(&joined) {
             return true;
@@ -244,7 +282,8 @@ impl KnownFacts {
 /// Where the end of `text` may be a fact still being written, if it may: a word with a digit
 /// in it, marks that may open one, a key combination not yet whole (a modifier key's name or
 /// the start of one, then any keys joined by `+`, and perhaps a `+` still waiting for its key:
-/// `Ctrl+`, `` `Cmd + ``), or a word that may go on. A stream holds the text from there back
+/// `Ctrl+`, `` `Cmd + ``), a word that may go on, or a capitalised word and a space (a version
+/// number may follow: [`version_name`]). A stream holds the text from there back
 /// until the fact is whole: shown before it is, a combination streamed a token at a time
 /// (`Ctrl`, `+`, `Shift`, `+D`) would never be checked.
 pub fn unfinished_fact(text: &str) -> Option<usize> {
@@ -262,6 +301,11 @@ pub fn unfinished_fact(text: &str) -> Option<usize> {
             .rfind(|(_, c)| c.is_whitespace())
             .map_or(0, |(at, c)| at + c.len_utf8());
         return Some(word);
+    }
+    // A capitalised word and a space may be followed by a version of it ("Obsidian 2.0"),
+    // checked with it.
+    if let Some(name) = version_name(text) {
+        return Some(name);
     }
     let word = text.rsplit(char::is_whitespace).next().unwrap_or("");
     let name = word
@@ -302,9 +346,28 @@ pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
                 .iter()
                 .any(|mark| mark.span.contains(&found.start()))
         })
-        .map(|found| found.start());
+        .map(
+            |found| match found.as_str().starts_with(|c: char| c.is_ascii_digit()) {
+                true => version_name(&text[..found.start()]).unwrap_or(found.start()),
+                false => found.start(),
+            },
+        );
     let name = names(text, opens_sentence).first().map(|name| name.start);
     fact.into_iter().chain(name).min()
+}
+
+/// Where the capitalised word that `before` ends in starts, followed by one space: the name a
+/// number after it may be a version of ("Obsidian 2.0" opening a sentence), which is checked
+/// with it.
+fn version_name(before: &str) -> Option<usize> {
+    let word = before.strip_suffix(' ')?;
+    let start = word
+        .char_indices()
+        .rfind(|(_, c)| !c.is_alphanumeric())
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    word[start..]
+        .starts_with(char::is_uppercase)
+        .then_some(start)
 }
 
 /// Whether `text` ends a sentence (a stream's next words open one): it ends, spaces and
@@ -384,6 +447,26 @@ pub fn names_in(text: &str) -> Vec<&str> {
         }
     }
     found
+}
+
+/// The versions `text` names: a name ([`names`]) and the number right after it, not an
+/// amount ("Windows 7", "Obsidian 2.0", "Android 12.1"; not "Plus 10 GB"), squeezed
+/// ("windows7").
+fn versions_in(text: &str) -> Vec<String> {
+    static NUMBER: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\s+(\d+(?:\.\d+)*)\b").expect("valid regex"));
+    let text = &without_marks(text);
+    let mut versions = Vec::new();
+    for name in names(text, true) {
+        let Some(number) = NUMBER.captures(&text[name.end..]).and_then(|c| c.get(1)) else {
+            continue;
+        };
+        let (start, end) = (name.end + number.start(), name.end + number.end());
+        if amount(&text[..start], number.as_str(), &text[end..]).is_none() {
+            versions.push(squeeze(&format!("{}{}", &text[name], number.as_str())));
+        }
+    }
+    versions
 }
 
 /// Adds the words of `text` to `words`, lowercase, each of five letters or more also as its
@@ -661,6 +744,45 @@ mod tests {
     }
 
     #[test]
+    fn a_version_the_question_names_must_stand_in_a_source() {
+        let mut given = known(&[
+            "Download and install Obsidian\nObsidian runs on Windows 10 and later, macOS 11.",
+            "Credits\nLicensed under the Apache License 2.0.",
+        ]);
+        given.know_question("Does the desktop app still run on Windows 7?");
+        assert_eq!(
+            given.unsupported("Yes, it still runs on Windows 7 [1].", true),
+            ["Windows 7"]
+        );
+        // Another version the sources give, or the number alone, is no version asked.
+        for answer in [
+            "It runs on Windows 10 and later [1].",
+            "Step 7 is optional.",
+        ] {
+            assert!(given.unsupported(answer, true).is_empty(), "{answer}");
+        }
+        given.know_question("When is Obsidian 2.0 coming out?");
+        assert_eq!(
+            given.unsupported("Obsidian 2.0 is not scheduled yet [2].", true),
+            ["Obsidian 2.0"]
+        );
+        assert!(
+            given
+                .unsupported("It is under the Apache License 2.0.", true)
+                .is_empty()
+        );
+        // An amount after a name is no version: "Plus 10 GB" is checked as an amount.
+        assert_eq!(
+            versions_in("Is it 10 GB on Sync Plus 10 GB?"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            versions_in("Does it run on Windows 11 or Android 12.1?"),
+            ["windows11", "android12.1"]
+        );
+    }
+
+    #[test]
     fn names_are_capitalised_words_past_the_first_of_their_sentence() {
         assert_eq!(
             names_in(
@@ -727,5 +849,9 @@ mod tests {
         assert_eq!(ends_sentence("[4] "), None);
         // A citation mark opening a line is no word of its sentence.
         assert_eq!(first_fact("[4] Check the box [1].", true), None);
+        // A number after a capitalised word is held with it: it may be a version.
+        assert_eq!(first_fact("Obsidian 2.0 is out.", true), Some(0));
+        assert_eq!(first_fact("It runs on Windows 7.", true), Some(11));
+        assert_eq!(unfinished_fact("It runs on Windows "), Some(11));
     }
 }

@@ -336,7 +336,7 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
         })
         .collect();
     let mut known = KnownFacts::new(given.iter().chain(&texts).map(String::as_str));
-    known.know_names_in(question);
+    known.know_question(question);
     for source in sources.list() {
         known.know_names_in(&source.uri);
     }

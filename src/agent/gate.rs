@@ -387,6 +387,35 @@ mod tests {
     }
 
     #[test]
+    fn a_version_streamed_after_its_name_is_checked_with_it() {
+        let mut known = KnownFacts::new(["Credits\nLicensed under the Apache License 2.0."]);
+        known.know_question("When is Obsidian 2.0 coming out?");
+        let mut gate = FactGate::new(&known);
+        let mut shown = String::new();
+        for token in [
+            "Obsidian",
+            " ",
+            "2",
+            ".0",
+            " is",
+            " not",
+            " scheduled",
+            " yet.",
+        ] {
+            let _ = gate.pass(token, &mut |text| {
+                shown.push_str(text);
+                ControlFlow::Continue(())
+            });
+        }
+        let made_up = gate.finish(&mut |text| {
+            shown.push_str(text);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(made_up, ["Obsidian 2.0"]);
+        assert_eq!(shown, "");
+    }
+
+    #[test]
     fn a_word_cut_between_tokens_is_checked_whole() {
         // "iOS/i" then "PadOS": shown as far as the cut, the tail read as a name of its own
         // that no source gives.
