@@ -1,12 +1,12 @@
 //! What a question asks for by name: the kind of fact ([`Wanted`]: an email address, a phone
-//! number), and who or what it asks a fact about ([`Subject`]), with the text the model was
+//! number, a count, keys), and who or what it asks a fact about ([`Subject`]), with the text the model was
 //! given that speaks of them: a fact asked for about someone must stand where they are named.
 //!
 //! A small model asked a fact the notes hold about somebody else takes theirs: "When is
 //! Priya's birthday?" got "February 14, 2025", the day of a daily note where Elif had her
 //! birthday; "Femke de Wit's phone number?" got the plumber's number. Every such figure stood
-//! in a source, so the fact check let it through. Asked for a date, an amount, a count, an
-//! email address or a phone number about someone named, the check reads only the text about
+//! in a source, so the fact check let it through. Asked for a date, an amount, a count, a
+//! length of time, an email address or a phone number about someone named, the check reads only the text about
 //! them: a source whose title or headings name them, whole; else its lines that name them,
 //! under its header (a daily note's day is the day of each line in it). Pure.
 
@@ -29,6 +29,11 @@ pub(super) enum Wanted {
     /// what the source was about instead ("How many supporter licenses have been sold?" got
     /// "The Catalyst license is a one-time purchase that …"; three of 28 such help questions).
     Amount,
+    /// "Hotkey to print the current note?", "Keyboard shortcut to …?": a key or a key
+    /// combination, or a plain word that there is none. Asked what the notes cannot answer,
+    /// Qwen2.5-1.5B named a command or a setting instead ("use the command `Templates: Insert
+    /// template`", "the Light/Dark Toggle option"; two of 28 such help questions).
+    Keys,
 }
 
 impl Wanted {
@@ -50,12 +55,20 @@ impl Wanted {
         });
         static AMOUNT: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"(?i)\bhow\s+(?:much|many)\b").expect("valid regex"));
+        static KEYS: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b(?:hot-?keys?|(?:keyboard\s+)?shortcuts?|key\s+combinations?|which\s+keys?|what\s+keys?)\b|快捷键|ショートカット|단축키",
+            )
+            .expect("valid regex")
+        });
         if EMAIL.is_match(question) {
             Some(Wanted::Email)
         } else if PHONE.is_match(question) {
             Some(Wanted::Phone)
         } else if AMOUNT.is_match(question) {
             Some(Wanted::Amount)
+        } else if KEYS.is_match(question) {
+            Some(Wanted::Keys)
         } else {
             None
         }
@@ -76,7 +89,25 @@ impl Wanted {
             )
             .expect("valid regex")
         });
+        // A modifier and a key, a key by its name (written as keys are: "Space", "Esc"), a
+        // short key in backticks (`/`), or no key said plainly.
+        static KEY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?x)
+                (?i:\b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)\s*\+)
+              | (?-i:\b(?:Ctrl|Cmd|Alt|Shift|Space|Spacebar|Enter|Return|Tab|Esc|Escape|Backspace|Delete|Del|Home|End|PageUp|PageDown|PgUp|PgDn|F\d{1,2})\b)
+              | [⌘⌥⇧⌃↵⏎]
+              | `[^`\s]{1,12}`
+              | (?i:\bkey\b)
+              | (?i:\bno\s+(?:default\s+)?(?:hot-?key|shortcut)
+                  | \b(?:not|n['’]t)\s+(?:have\s+)?(?:a\s+|any\s+)?(?:default\s+)?(?:hot-?key|shortcut)
+                  | \b(?:assign|set|add|bind|create)\w*\s+(?:\w+\s+){0,3}?(?:hot-?key|shortcut))
+                ",
+            )
+            .expect("valid regex")
+        });
         match self {
+            Wanted::Keys => KEY.is_match(&without_marks(text)),
             Wanted::Email => EMAIL.is_match(text),
             Wanted::Phone => DIGITS
                 .find_iter(text)
@@ -116,8 +147,11 @@ pub(super) fn addresses_stand_in(answer: &str, about: &str) -> bool {
         && addresses.all(|address| about.contains(&address.as_str().to_lowercase()))
 }
 
-/// The names a question asks a fact about, when it asks for a date, an amount, a count, an
-/// email address or a phone number.
+/// The names a question asks a fact about, when it asks for a date, a year, an amount, a
+/// count, a price, a length of time, an email address or a phone number. "How long is the
+/// free trial for Obsidian Sync?" got "30 days [1]", the payment terms of a commercial license
+/// (a line that names neither); "What's the price of Publish in euros for students?" got "1.1
+/// times", a formula's factor from a note that never names Publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Subject {
     /// Each name, lowercase: a word written with a capital past the question's first word.
@@ -129,18 +163,36 @@ impl Subject {
     /// names; `None` otherwise (also for a question with no capitals, as Chinese has none).
     pub(super) fn of(question: &str) -> Option<Subject> {
         static ASKS_A_FACT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many)\b")
+            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long)\b|\b(?:what|which)\s+year\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
                 .expect("valid regex")
         });
-        if !ASKS_A_FACT.is_match(question) && Wanted::in_question(question).is_none() {
+        // Keys are asked of a command, not of someone: its line may name no system.
+        let wanted = Wanted::in_question(question).filter(|w| *w != Wanted::Keys);
+        let asked = ASKS_A_FACT.captures(question);
+        if asked.is_none() && wanted.is_none() {
             return None;
         }
+        // The fact's own name ("ID" in "the project ID of project_11") names no subject.
+        let fact = asked
+            .and_then(|c| c.name("fact"))
+            .map(|f| f.as_str().to_lowercase());
         // An abbreviation names a subject too: "How many pages of the AR book have I read?"
-        // is answered from the book whose note names "AR", not from another book's count.
-        let names: Vec<String> = names_in(question)
+        // is answered from the book whose note names "AR", not from another book's count. So
+        // does an identifier written without capitals: "What's the project ID of project_11?"
+        // got "781", the ID of project_10.
+        static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\b\p{L}[\p{L}\p{N}]*_[\p{L}\p{N}_]+\b").expect("valid regex")
+        });
+        let mut names: Vec<String> = names_in(question)
             .into_iter()
             .map(str::to_lowercase)
             .collect();
+        names.extend(
+            IDENTIFIER
+                .find_iter(question)
+                .map(|id| id.as_str().to_lowercase()),
+        );
+        names.retain(|name| Some(name) != fact.as_ref());
         (!names.is_empty()).then_some(Subject { names })
     }
 
@@ -195,9 +247,10 @@ impl Subject {
     }
 }
 
-/// The words of `text`: runs of letters, digits and apostrophes ("it's" is one word).
+/// The words of `text`: runs of letters, digits, underscores and apostrophes ("it's" and
+/// "project_11" are one word each).
 pub(super) fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'' || c == '’'))
         .map(|w| w.trim_matches(|c| c == '\'' || c == '’'))
         .filter(|w| !w.is_empty())
 }
@@ -236,6 +289,62 @@ mod tests {
             Some(vec!["ar".into()])
         );
         assert_eq!(names("普里娅的生日是哪天？"), None);
+        // A length of time, a year and a price are facts asked about someone too; keys are
+        // asked of a command.
+        assert_eq!(
+            names("How long is the free trial for Obsidian Sync?"),
+            Some(vec!["obsidian".into(), "sync".into()])
+        );
+        assert_eq!(
+            names("What's the price of Publish in euros for students?"),
+            Some(vec!["publish".into()])
+        );
+        assert_eq!(
+            names("What year was Dhruv born?"),
+            Some(vec!["dhruv".into()])
+        );
+        assert_eq!(
+            names("What's the project ID of project_11?"),
+            Some(vec!["project_11".into()])
+        );
+        assert_eq!(
+            names("What's the keyboard shortcut on Windows for search?"),
+            None
+        );
+    }
+
+    #[test]
+    fn an_answer_to_a_question_asking_keys_names_a_key_or_says_there_is_none() {
+        for question in [
+            "Hotkey to print the current note?",
+            "Keyboard shortcut to switch between light and dark theme?",
+            "Which key do I press to turn off snapping?",
+            "切换主题的快捷键是什么？",
+        ] {
+            assert_eq!(
+                Wanted::in_question(question),
+                Some(Wanted::Keys),
+                "{question}"
+            );
+        }
+        assert_eq!(Wanted::in_question("How do I print a note?"), None);
+        for answer in [
+            "Press `Ctrl+P` [1].",
+            "Hold Space while dragging [2].",
+            "Press Shift+Enter.",
+            "Type `/` to open the menu.",
+            "There is no default hotkey; you can assign one in Settings [1].",
+            "It doesn't have a shortcut, but you can set your own hotkey [1].",
+            "按 ⌘ + P 打开命令面板。",
+        ] {
+            assert!(Wanted::Keys.held_in(answer), "{answer}");
+        }
+        for answer in [
+            "To print the current note, use the command Templates: Insert template [1].",
+            "The Light/Dark Toggle option in the Appearance settings switches the theme [1].",
+        ] {
+            assert!(!Wanted::Keys.held_in(answer), "{answer}");
+        }
     }
 
     #[test]
