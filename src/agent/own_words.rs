@@ -5,10 +5,13 @@
 //! saying. Pure.
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
+use regex::Regex;
 
 use super::subject::{Subject, Wanted, about_subject, addresses_stand_in};
+use crate::facts::{KnownFacts, names_in};
 use crate::language::without_denials;
 use crate::sources::{Source, without_copied_headers};
 use crate::support::{self, Adds};
@@ -30,6 +33,8 @@ pub(super) struct OwnWords<'a> {
     /// For a question asking an email address: what the sources say of the one asked about
     /// ([`about_subject`]), where the address must stand.
     addresses: Option<String>,
+    /// Whether the question names something no source names ([`names_unknown`]).
+    names_unknown: bool,
 }
 
 impl<'a> OwnWords<'a> {
@@ -47,6 +52,7 @@ impl<'a> OwnWords<'a> {
             wanted,
             addresses: (wanted == Some(Wanted::Email))
                 .then(|| about_subject(Subject::of(question).as_ref(), sources)),
+            names_unknown: names_unknown(question, sources),
         }
     }
 
@@ -56,10 +62,14 @@ impl<'a> OwnWords<'a> {
     /// Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
     /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
     /// is no email address; nor does one whose email address the sources give somebody else,
-    /// or none of them gives ([`addresses_stand_in`]).
+    /// or none of them gives ([`addresses_stand_in`]); nor a yes to a question about something
+    /// no source names ([`names_unknown`]).
     pub(super) fn adds(&self, answer: &str) -> Adds {
         let own = without_denials(&without_copied_headers(answer, self.sources));
         if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
+            return Adds::Nothing;
+        }
+        if self.names_unknown && opens_with_yes(&own) {
             return Adds::Nothing;
         }
         if let Some(about) = &self.addresses {
@@ -72,8 +82,59 @@ impl<'a> OwnWords<'a> {
                 Adds::Nothing
             };
         }
-        support::adds(self.question, &self.asked, &own)
+        match support::adds(self.question, &self.asked, &own) {
+            // "How did I rate Severance?" got "I did not rate Severance.": asked what, not
+            // whether, a bare no says there is nothing to tell, as the notes not saying does.
+            Adds::VerdictOnly if asks_what(self.question) && denies(&own) => Adds::Nothing,
+            adds => adds,
+        }
     }
+}
+
+/// Whether `question` names something (a word with a capital past its first, an
+/// abbreviation) that no source names: then a yes is no answer from them. Asked "Can I export
+/// my whole vault as an EPUB e-book, and where is that option?", Qwen2.5-1.5B answered "Yes,
+/// you can export your whole vault as an EPUB e-book." and went on with Evernote's export
+/// steps, from sources that never say EPUB.
+fn names_unknown(question: &str, sources: &[Source]) -> bool {
+    let texts: Vec<String> = sources
+        .iter()
+        .flat_map(|s| [s.label(), s.uri.clone(), s.text.clone(), s.passage.clone()])
+        .collect();
+    let known = KnownFacts::new(texts.iter().map(String::as_str));
+    names_in(question)
+        .iter()
+        .any(|name| !known.holds_name(name))
+}
+
+/// Whether `question` asks what, who, when, where, which, why or how (in English or Chinese),
+/// not whether, and offers no choice ("A or B?").
+fn asks_what(question: &str) -> bool {
+    static WHAT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\W*(?:what|when|where|who|whom|whose|which|why|how)\b|什么|哪|谁|几|多少|怎么|为什么")
+            .expect("valid regex")
+    });
+    static CHOICE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\bor\b|还是|或者").expect("valid regex"));
+    WHAT.is_match(question) && !CHOICE.is_match(question)
+}
+
+/// Whether `answer` says no: a negation of its own.
+fn denies(answer: &str) -> bool {
+    static NO: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:no|not|never|none|nothing|cannot|\w+n['’]t)\b|不|没有|无法")
+            .expect("valid regex")
+    });
+    NO.is_match(answer)
+}
+
+/// Whether `answer` opens with a yes.
+fn opens_with_yes(answer: &str) -> bool {
+    static YES: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\W*(?:yes|yeah|yep|sure|certainly|absolutely|of\s+course)\b|^\W*(?:是的?|可以|能|はい|네|예)")
+            .expect("valid regex")
+    });
+    YES.is_match(answer)
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
@@ -156,7 +217,11 @@ mod tests {
         assert_eq!(hers("Her email is marco@bellini.it [2]."), Adds::Something);
         assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
         // Asked for no address, none is wanted.
-        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &[]);
+        let lena = [Source {
+            text: "3 May: emailed Lena about the booking form".to_string(),
+            ..sources[0].clone()
+        }];
+        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &lena);
         assert_eq!(
             emailed("Yes, on 3 May about the booking form [1]."),
             Adds::Something
@@ -187,6 +252,55 @@ mod tests {
         assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
         assert_eq!(
             adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
+            Adds::Something
+        );
+    }
+
+    #[test]
+    fn a_yes_about_something_no_source_names_or_a_bare_no_to_what_is_no_answer() {
+        let source = Source {
+            number: 1,
+            uri: "note://Import notes/Import from Evernote".to_string(),
+            title: "Import from Evernote".to_string(),
+            heading_path: vec!["Export your data from Evernote".to_string()],
+            link: String::new(),
+            text: "Go to the Notebooks screen and choose Export Notebook, as ENEX.".to_string(),
+            passage: String::new(),
+        };
+        let sources = [source];
+        let asked = |question: &str| format!("Answer from the numbered sources: {question}");
+        let adds =
+            |question: &str, answer: &str| adds_own(question, &asked(question), answer, &sources);
+        // Asked what, a bare no is no answer; asked whether, it is a verdict.
+        let rated = "How did I rate Import from Evernote?";
+        assert_eq!(
+            adds(rated, "I did not rate Import from Evernote."),
+            Adds::Nothing
+        );
+        let did = "Did I rate Import from Evernote?";
+        assert_eq!(adds(did, "No, I did not rate it [1]."), Adds::VerdictOnly);
+        let epub = "Can I export my whole vault as an EPUB e-book?";
+        assert_eq!(
+            adds(
+                epub,
+                "Yes, you can export your vault as an EPUB e-book from the Notebooks screen [1]."
+            ),
+            Adds::Nothing
+        );
+        // A yes about what the sources name, or an answer that is no yes, stands as before.
+        let enex = "Can I export my notebooks from Evernote as ENEX files?";
+        assert_eq!(
+            adds(
+                enex,
+                "Yes, choose Export Notebook on the Notebooks screen [1]."
+            ),
+            Adds::Something
+        );
+        assert_eq!(
+            adds(
+                epub,
+                "Only Evernote notebooks export, as ENEX files from the Notebooks screen [1]."
+            ),
             Adds::Something
         );
     }
