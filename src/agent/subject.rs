@@ -148,10 +148,11 @@ pub(super) fn addresses_stand_in(answer: &str, about: &str) -> bool {
 }
 
 /// The names a question asks a fact about, when it asks for a date, a year, an amount, a
-/// count, a price, a length of time, an email address or a phone number. "How long is the
-/// free trial for Obsidian Sync?" got "30 days [1]", the payment terms of a commercial license
-/// (a line that names neither); "What's the price of Publish in euros for students?" got "1.1
-/// times", a formula's factor from a note that never names Publish.
+/// count, a price, a rating, an ID, a length of time, an email address or a phone number.
+/// "How long is the free trial for Obsidian Sync?" got "30 days [1]", the payment terms of a
+/// commercial license (a line that names neither); "What's the price of Publish in euros for
+/// students?" got "1.1 times", a formula's factor from a note that never names Publish; "How
+/// did I rate Severance?" got "4/5", another show's rating.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Subject {
     /// Each name, lowercase: a word written with a capital past the question's first word.
@@ -163,7 +164,7 @@ impl Subject {
     /// names; `None` otherwise (also for a question with no capitals, as Chinese has none).
     pub(super) fn of(question: &str) -> Option<Subject> {
         static ASKS_A_FACT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long)\b|\b(?:what|which)\s+year\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
+            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long)\b|\b(?:what|which)\s+year\b|\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
                 .expect("valid regex")
         });
         // Keys are asked of a command, not of someone: its line may name no system.
@@ -302,6 +303,10 @@ mod tests {
         assert_eq!(
             names("What year was Dhruv born?"),
             Some(vec!["dhruv".into()])
+        );
+        assert_eq!(
+            names("How did I rate Severance?"),
+            Some(vec!["severance".into()])
         );
         assert_eq!(
             names("What's the project ID of project_11?"),
