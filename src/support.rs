@@ -123,13 +123,9 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     // "いいえ、…", "네, …"): `\b` is a Unicode word boundary, so `不` inside `不要` or `できます`
     // ending a sentence is no verdict.
     static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?ix)\b(?:yes|no|not|never|none|nothing|cannot|\w*n['’]t
-                |是的?|对|不|不是|可以|不可以|能|不能|不会|没有|无法|不行
-                |はい|いいえ|できます|できません
-                |네|예|아니요|아니오|아뇨)\b",
-        )
-        .expect("valid regex")
+        let [yes, yes_cjk] = YES;
+        let [no, no_cjk] = NO;
+        Regex::new(&format!(r"(?i)\b(?:{yes}|{no}|{yes_cjk}|{no_cjk})\b")).expect("valid regex")
     });
     let verdicts = |text: &str| -> HashSet<String> {
         VERDICT
@@ -139,18 +135,54 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     };
     // "A or B?" is answered by naming one of them, in the question's own words: a choice,
     // which counts as a verdict.
-    static CHOICE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\bor\b|还是|或者|または|それとも|아니면|또는").expect("valid regex")
-    });
+    let chooses = offers_choice(question) && !answer.trim().is_empty();
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
     let own = own_terms(&mut Tokenizer::default(), asked, answer);
-    let chooses = CHOICE.is_match(question) && !answer.trim().is_empty();
     match (gives_verdict || chooses, own.is_empty()) {
         (false, true) => Adds::Nothing,
         (true, _) if words_in(&own) < MIN_CLAIM_WORDS => Adds::VerdictOnly,
         _ => Adds::Something,
     }
+}
+
+/// Words saying yes: English ones (whole words), then Chinese, Japanese and Korean ones.
+const YES: [&str; 2] = [r"yes", r"是的?|对|可以|能|はい|できます|네|예"];
+
+/// Words saying no, likewise.
+const NO: [&str; 2] = [
+    r"no|not|never|none|nothing|cannot|\w*n['’]t",
+    r"不|不是|不可以|不能|不会|没有|无法|不行|いいえ|できません|아니요|아니오|아뇨",
+];
+
+/// Whether `question` offers a choice ("A or B?").
+pub fn offers_choice(question: &str) -> bool {
+    static CHOICE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\bor\b|还是|或者|または|それとも|아니면|또는").expect("valid regex")
+    });
+    CHOICE.is_match(question)
+}
+
+/// Whether `text` says no anywhere: an English no as a word, a Chinese, Japanese or Korean
+/// one anywhere (a denial there is often one word with the verb, "没有评价").
+pub fn says_no(text: &str) -> bool {
+    static SAYS_NO: LazyLock<Regex> = LazyLock::new(|| {
+        let [no, no_cjk] = NO;
+        Regex::new(&format!(r"(?i)\b(?:{no})\b|{no_cjk}")).expect("valid regex")
+    });
+    SAYS_NO.is_match(text)
+}
+
+/// Whether `text` opens with a yes ("Yes, …", "Sure, …", "可以导出…").
+pub fn opens_with_yes(text: &str) -> bool {
+    static OPENS_WITH_YES: LazyLock<Regex> = LazyLock::new(|| {
+        let [yes, yes_cjk] = YES;
+        Regex::new(&format!(
+            r"(?i)^\W*(?:(?:{yes}|yeah|yep|sure|certainly|absolutely|of\s+course)\b|{yes_cjk})"
+        ))
+        .expect("valid regex")
+    });
+    OPENS_WITH_YES.is_match(text)
 }
 
 /// About how many words `terms` stand for: a Chinese, Japanese or Korean run of n characters
@@ -533,5 +565,25 @@ mod tests {
             ),
             Adds::VerdictOnly
         );
+    }
+
+    #[test]
+    fn yes_no_and_choice_are_read_in_each_language() {
+        assert!(offers_choice(
+            "Is it in Settings or in the command palette?"
+        ));
+        assert!(offers_choice("用快捷键还是命令面板？"));
+        assert!(!offers_choice("Where is the order of plugins kept?"));
+
+        assert!(says_no("I did not rate Severance."));
+        assert!(says_no("It doesn\u{2019}t."));
+        assert!(says_no("我没有评价这部剧。"));
+        assert!(!says_no("Notes open in a new tab."));
+
+        assert!(opens_with_yes("Yes, you can export it."));
+        assert!(opens_with_yes("**Sure** — use the menu."));
+        assert!(opens_with_yes("可以导出为 PDF。"));
+        assert!(!opens_with_yes("Yesterday's note says so."));
+        assert!(!opens_with_yes("The answer is yes."));
     }
 }

@@ -69,7 +69,7 @@ impl<'a> OwnWords<'a> {
         if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
             return Adds::Nothing;
         }
-        if self.names_unknown && opens_with_yes(&own) {
+        if self.names_unknown && support::opens_with_yes(&own) {
             return Adds::Nothing;
         }
         if let Some(about) = &self.addresses {
@@ -85,7 +85,9 @@ impl<'a> OwnWords<'a> {
         match support::adds(self.question, &self.asked, &own) {
             // "How did I rate Severance?" got "I did not rate Severance.": asked what, not
             // whether, a bare no says there is nothing to tell, as the notes not saying does.
-            Adds::VerdictOnly if asks_what(self.question) && denies(&own) => Adds::Nothing,
+            Adds::VerdictOnly if asks_what(self.question) && support::says_no(&own) => {
+                Adds::Nothing
+            }
             adds => adds,
         }
     }
@@ -114,27 +116,7 @@ fn asks_what(question: &str) -> bool {
         Regex::new(r"(?i)^\W*(?:what|when|where|who|whom|whose|which|why|how)\b|什么|哪|谁|几|多少|怎么|为什么")
             .expect("valid regex")
     });
-    static CHOICE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(?i)\bor\b|还是|或者").expect("valid regex"));
-    WHAT.is_match(question) && !CHOICE.is_match(question)
-}
-
-/// Whether `answer` says no: a negation of its own.
-fn denies(answer: &str) -> bool {
-    static NO: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:no|not|never|none|nothing|cannot|\w+n['’]t)\b|不|没有|无法")
-            .expect("valid regex")
-    });
-    NO.is_match(answer)
-}
-
-/// Whether `answer` opens with a yes.
-fn opens_with_yes(answer: &str) -> bool {
-    static YES: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^\W*(?:yes|yeah|yep|sure|certainly|absolutely|of\s+course)\b|^\W*(?:是的?|可以|能|はい|네|예)")
-            .expect("valid regex")
-    });
-    YES.is_match(answer)
+    WHAT.is_match(question) && !support::offers_choice(question)
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
