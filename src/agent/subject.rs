@@ -170,7 +170,11 @@ impl Subject {
         // Keys are asked of a command, not of someone: its line may name no system.
         let wanted = Wanted::in_question(question).filter(|w| *w != Wanted::Keys);
         let asked = ASKS_A_FACT.captures(question);
-        if asked.is_none() && wanted.is_none() {
+        // A number the question gives picks out what it asks about, whatever it asks: "Who
+        // wrote the 347-page book I haven't started yet?" got "Conrad C", the author of
+        // another book, where the one of 347 pages names none.
+        let numbers = numbers_given(question);
+        if asked.is_none() && wanted.is_none() && numbers.is_empty() {
             return None;
         }
         // The fact's own name ("ID" in "the project ID of project_11") names no subject.
@@ -193,6 +197,7 @@ impl Subject {
                 .find_iter(question)
                 .map(|id| id.as_str().to_lowercase()),
         );
+        names.extend(numbers);
         names.retain(|name| Some(name) != fact.as_ref());
         (!names.is_empty()).then_some(Subject { names })
     }
@@ -246,6 +251,41 @@ impl Subject {
         kept.retain(|part| !part.trim().is_empty());
         kept.join("\n\n")
     }
+}
+
+/// The numbers `question` gives that are no part of a date, a time, a version or a
+/// decimal, and no ordinal: two digits or more, not a year ("347" in "the 347-page book";
+/// not "30 January 2022", "21:10", "the 8th", "2.0", "in 2024").
+fn numbers_given(question: &str) -> Vec<String> {
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+").expect("valid regex"));
+    static MONTH: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)^\s*(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s*$")
+            .expect("valid regex")
+    });
+    let mut numbers = Vec::new();
+    for number in NUMBER.find_iter(question) {
+        let digits = number.as_str();
+        let before = &question[..number.start()];
+        let after = &question[number.end()..];
+        let joined =
+            |c: Option<char>| c.is_some_and(|c| ":/.,_".contains(c) || c.is_alphanumeric());
+        let part_of_more = joined(before.chars().next_back())
+            || joined(after.chars().next())
+            || (after.starts_with('-') && after[1..].starts_with(|c: char| c.is_ascii_digit()))
+            || (before.ends_with('-')
+                && before[..before.len() - 1].ends_with(|c: char| c.is_ascii_digit()));
+        let year = digits.len() == 4 && (digits.starts_with("19") || digits.starts_with("20"));
+        if digits.len() < 2
+            || part_of_more
+            || year
+            || MONTH.is_match(after)
+            || MONTH.is_match(before)
+        {
+            continue;
+        }
+        numbers.push(digits.to_string());
+    }
+    numbers
 }
 
 /// The words of `text`: runs of letters, digits, underscores and apostrophes ("it's" and
@@ -315,6 +355,34 @@ mod tests {
         assert_eq!(
             names("What's the keyboard shortcut on Windows for search?"),
             None
+        );
+    }
+
+    #[test]
+    fn a_number_the_question_gives_names_what_it_asks_about() {
+        assert_eq!(
+            names("Who wrote the 347-page book I haven't started yet?"),
+            Some(vec!["347".into()])
+        );
+        assert_eq!(names("Which book has 502 pages?"), Some(vec!["502".into()]));
+        // Days, times, ordinals, years, versions and single digits pick out nothing.
+        for question in [
+            "What did I do on 15 August 2025?",
+            "How many steps did I walk on the 6th of January 2022?",
+            "Who is my 21:10 appointment on 6 Feb 2022 with?",
+            "What did I buy on 2021-02-17?",
+            "What changed in 1.10 for sync?",
+            "What did I read in 2024?",
+            "How long does assignment 7 need to be?",
+            "What was on 11 May?",
+            "What happened on May 11?",
+        ] {
+            assert_eq!(names(question), None, "{question}");
+        }
+        let pages = Subject::of("Who wrote the 347-page book I haven't started yet?").unwrap();
+        assert_eq!(
+            pages.about("books_4", "author: Conrad C\ntotalPages: 235"),
+            ""
         );
     }
 
