@@ -253,39 +253,18 @@ impl Subject {
     }
 }
 
-/// The numbers `question` gives that are no part of a date, a time, a version or a
-/// decimal, and no ordinal: two digits or more, not a year ("347" in "the 347-page book";
-/// not "30 January 2022", "21:10", "the 8th", "2.0", "in 2024").
+/// The numbers `question` gives as what a thing is, joined to its noun ("347" in "the
+/// 347-page book", "a 10-day trip"). Only so: a number asked about in other words ("week 39",
+/// "a 404", "100 pixels wide", "more than 50 aliases") is often one the answer's lines never
+/// write, and dates, times and versions are no such numbers.
 fn numbers_given(question: &str) -> Vec<String> {
-    static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+").expect("valid regex"));
-    static MONTH: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^\s*(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s*$")
-            .expect("valid regex")
-    });
-    let mut numbers = Vec::new();
-    for number in NUMBER.find_iter(question) {
-        let digits = number.as_str();
-        let before = &question[..number.start()];
-        let after = &question[number.end()..];
-        let joined =
-            |c: Option<char>| c.is_some_and(|c| ":/.,_".contains(c) || c.is_alphanumeric());
-        let part_of_more = joined(before.chars().next_back())
-            || joined(after.chars().next())
-            || (after.starts_with('-') && after[1..].starts_with(|c: char| c.is_ascii_digit()))
-            || (before.ends_with('-')
-                && before[..before.len() - 1].ends_with(|c: char| c.is_ascii_digit()));
-        let year = digits.len() == 4 && (digits.starts_with("19") || digits.starts_with("20"));
-        if digits.len() < 2
-            || part_of_more
-            || year
-            || MONTH.is_match(after)
-            || MONTH.is_match(before)
-        {
-            continue;
-        }
-        numbers.push(digits.to_string());
-    }
-    numbers
+    static COMPOUND: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?:^|[^\w.,:/-])(\d{2,})-\p{L}").expect("valid regex"));
+    COMPOUND
+        .captures_iter(question)
+        .filter_map(|c| c.get(1))
+        .map(|number| number.as_str().to_string())
+        .collect()
 }
 
 /// The words of `text`: runs of letters, digits, underscores and apostrophes ("it's" and
@@ -364,8 +343,12 @@ mod tests {
             names("Who wrote the 347-page book I haven't started yet?"),
             Some(vec!["347".into()])
         );
-        assert_eq!(names("Which book has 502 pages?"), Some(vec!["502".into()]));
-        // Days, times, ordinals, years, versions and single digits pick out nothing.
+        assert_eq!(
+            names("When did I get back from the 10-day trip?"),
+            Some(vec!["10".into()])
+        );
+        // Days, times, ordinals, years, versions, single digits and numbers asked about in
+        // other words pick out nothing.
         for question in [
             "What did I do on 15 August 2025?",
             "How many steps did I walk on the 6th of January 2022?",
@@ -374,8 +357,9 @@ mod tests {
             "What changed in 1.10 for sync?",
             "What did I read in 2024?",
             "How long does assignment 7 need to be?",
-            "What was on 11 May?",
-            "What happened on May 11?",
+            "What's on my to-do list for week 39 of 2022?",
+            "Old links now give a 404. How do I send visitors to the new page?",
+            "How do I make it display only 100 pixels wide?",
         ] {
             assert_eq!(names(question), None, "{question}");
         }
