@@ -131,7 +131,8 @@ pub struct AgentArgs {
     pub tools_optional: bool,
     /// Hold a decision step (more searches, reads) before every answer; by default the
     /// answer comes straight after the opening search, and the model decides on more only
-    /// when that answer is that the notes do not say.
+    /// when that answer is that the notes do not say and another configured server offers
+    /// tools (among the vault's alone it only searched again).
     #[arg(long)]
     pub decide_first: bool,
     /// Have the model restate a follow-up that leans on the conversation ("And on Plus?") as a

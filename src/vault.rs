@@ -169,6 +169,14 @@ impl VaultTools {
             .unwrap_or_else(|| call.clone())
     }
 
+    /// Whether `tools` holds one that another server than this one offers (as `host` routes
+    /// it): a tool that could bring what a vault search did not.
+    pub fn others_offered(&self, host: &impl ToolHost, tools: &[ToolSpec]) -> bool {
+        tools
+            .iter()
+            .any(|t| host.route(&t.name).is_some_and(|r| r.server != self.server))
+    }
+
     /// The tools with this server's first, most useful first (search, read, links, …): small
     /// models lean towards what they read first.
     pub fn order(&self, tools: Vec<ToolSpec>) -> Vec<ToolSpec> {

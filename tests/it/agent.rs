@@ -25,8 +25,24 @@ struct Rig {
 }
 
 fn rig(vault: &Path) -> Rig {
+    rig_with(vault, Vec::new())
+}
+
+/// The vault server and server-everything: tools of another server than the vault's.
+fn rig_with_another_server(vault: &Path) -> Rig {
+    let mut everything = ServerSpec::new(
+        "everything",
+        "node",
+        vec![common::everything_server_js(), "stdio".into()],
+    );
+    everything.read_only = true;
+    rig_with(vault, vec![everything])
+}
+
+fn rig_with(vault: &Path, others: Vec<ServerSpec>) -> Rig {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let config = config::builtin_for(Path::new(env!("CARGO_BIN_EXE_recall")), vault).unwrap();
+    let mut config = config::builtin_for(Path::new(env!("CARGO_BIN_EXE_recall")), vault).unwrap();
+    config.servers.extend(others);
     let manager = runtime.block_on(McpManager::start(&config.servers));
     Rig {
         runtime,
@@ -187,10 +203,11 @@ fn retrieval_first_then_the_answer_from_the_numbered_passages() {
 
 /// A passage is one section; the answer may be elsewhere. "The notes do not say" is held back
 /// from the user; said again after more passages of the leading notes, the model gets a
-/// decision step, and what it reads yields the answer shown.
+/// decision step when another server's tools could bring what the vault did not, and what it
+/// reads yields the answer shown.
 #[test]
 fn the_notes_not_saying_is_held_back_while_the_model_looks_further() {
-    let rig = rig(&fixture_vault());
+    let rig = rig_with_another_server(&fixture_vault());
     let mut model = ScriptedModel::new(
         [
             "The notes do not say.",
@@ -481,26 +498,19 @@ fn an_unmarked_opening_before_copied_sources_is_attributed() {
 #[test]
 fn an_answer_from_no_source_gets_no_citation() {
     let rig = rig(&fixture_vault());
-    // Held back, it gets a decision step; the model reads nothing more, so it stands. The
-    // second reading of the best source finds nothing either.
-    let mut model = ScriptedModel::new(
-        [
-            "The notes do not say.",
-            "I have enough.",
-            "The notes do not say.",
-        ],
-        8192,
-    );
+    // Held back; with the vault's tools alone there is no decision step (it would only search
+    // again), so it stands. The second reading of the best source finds nothing either.
+    let mut model = ScriptedModel::new(["The notes do not say.", "The notes do not say."], 8192);
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "launch date");
     assert_eq!(
         model.prompts.len(),
-        3,
+        2,
         "no attribution question, no second answer beside the second reading"
     );
     // The wider search ran and found nothing new: nothing was added for the model to read.
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "retrieve", "decision", "reread", "answer"]
+        ["retrieve", "retrieve", "reread", "answer"]
     );
     let (said, quoted) = turn.answer.split_once("\n\n").unwrap();
     assert_eq!(said, "The notes do not say.");
@@ -530,13 +540,13 @@ fn a_second_reading_of_the_best_source_finds_what_the_first_missed() {
     let rig = rig(&fixture_vault());
     let question = "泡绿茶的水应该多热？";
     let answer = "泡绿茶的水温是八十度，每次冲泡两分钟 [1]。";
-    let mut model = ScriptedModel::new(["笔记中没有说明。", "I have enough.", answer], 8192);
+    let mut model = ScriptedModel::new(["笔记中没有说明。", answer], 8192);
     let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), question);
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-        ["retrieve", "retrieve", "decision", "answer", "answer"]
+        ["retrieve", "retrieve", "answer", "answer"]
     );
-    assert_eq!(turn.steps[3].output, "笔记中没有说明。");
+    assert_eq!(turn.steps[2].output, "笔记中没有说明。");
     assert_eq!(turn.answer, answer, "only the second answer was shown");
     assert!(!turn.fallback);
     assert_eq!(cited_uris(&turn), ["note://中文笔记"]);
@@ -561,7 +571,7 @@ fn a_second_reading_of_the_best_source_finds_what_the_first_missed() {
     // An answer the source does not bear out is made up: the first answer stands, with the
     // sources quoted after it.
     let made_up = "水应该是一百二十度的蒸汽，用铜壶加热三十分钟 [1]。";
-    let mut model = ScriptedModel::new(["笔记中没有说明。", "I have enough.", made_up], 8192);
+    let mut model = ScriptedModel::new(["笔记中没有说明。", made_up], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
     assert!(
         turn.answer
@@ -572,8 +582,8 @@ fn a_second_reading_of_the_best_source_finds_what_the_first_missed() {
     assert!(!turn.answer.contains("铜壶"), "{}", turn.answer);
     assert!(turn.fallback);
     assert!(turn.citations.iter().all(|c| !c.cited));
-    assert_eq!(turn.steps[3].kind, "reread");
-    assert_eq!(turn.steps[3].output, made_up);
+    assert_eq!(turn.steps[2].kind, "reread");
+    assert_eq!(turn.steps[2].output, made_up);
 }
 
 #[test]
@@ -935,14 +945,14 @@ fn an_answer_of_only_the_question_own_words_is_the_notes_not_saying() {
             "The sources do not provide any information about a launch checklist.",
         ),
     ] {
-        let mut model = ScriptedModel::new([first, "I have enough.", again], 8192);
+        let mut model = ScriptedModel::new([first, again], 8192);
         let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "launch checklist");
-        assert_eq!(model.prompts.len(), 3, "no attribution question");
+        assert_eq!(model.prompts.len(), 2, "no attribution question");
         assert_eq!(
             turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
-            ["retrieve", "retrieve", "decision", "reread", "answer"]
+            ["retrieve", "retrieve", "reread", "answer"]
         );
-        assert_eq!(turn.steps[4].output, first);
+        assert_eq!(turn.steps[3].output, first);
         let (said, quoted) = turn.answer.split_once("\n\n").unwrap();
         assert_eq!(said, "The notes do not say.");
         assert!(
@@ -1004,9 +1014,8 @@ fn an_answer_of_copied_source_headers_is_the_notes_not_saying() {
     // A 135M model's habit: the prompt's source headers, numbered anew, as the whole answer.
     // It says nothing of its own: the notes do not say, and the closest passages follow.
     let copied = "1. [2] Alpha (note://Projects/Alpha)\n2. [3] Alpha";
-    // (The wider search reads more: the answer is written again, then a decision, then the
-    // second reading.)
-    let mut model = ScriptedModel::new([copied, copied, "I have enough.", copied], 8192);
+    // (The wider search reads more: the answer is written again, then the second reading.)
+    let mut model = ScriptedModel::new([copied, copied, copied], 8192);
     let question = "How much water does the village pump deliver?";
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
     assert!(turn.fallback, "{}", turn.answer);
