@@ -381,14 +381,22 @@ impl Sources {
     }
 
     fn add_read(&mut self, out: &api::ReadOutput) -> String {
+        // A person's or a project's properties are often what is asked (a birthday, an
+        // email): they come first, as the note writes them first.
+        let properties = out
+            .frontmatter
+            .as_ref()
+            .map(properties_text)
+            .unwrap_or_default();
+        let content = format!("{properties}{}", out.content.trim());
         let n = self.insert(Source {
             number: 0,
             uri: out.uri.clone(),
             title: out.title.clone(),
             heading_path: Vec::new(),
             link: out.link.clone(),
-            text: markup::plain(&out.content),
-            passage: out.content.trim().to_string(),
+            text: markup::plain(&content),
+            passage: content,
         });
         let mut text = self.render(n);
         if let Some(next) = out.next_offset {
@@ -556,6 +564,26 @@ impl Sources {
     }
 }
 
+/// A note's properties as lines of `key: value`, as a note's frontmatter reads: a list's items
+/// joined by commas, anything nested as JSON.
+fn properties_text(properties: &serde_json::Map<String, serde_json::Value>) -> String {
+    use serde_json::Value;
+    let scalar = |value: &Value| match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut text = String::new();
+    for (key, value) in properties {
+        let value = match value {
+            Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
+            other => scalar(other),
+        };
+        let _ = writeln!(text, "{key}: {value}");
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,6 +619,34 @@ mod tests {
             link: format!("obsidian://open?vault=v&file={}", uri.len()),
             matched: api::Matched::Words,
         }
+    }
+
+    #[test]
+    fn a_note_read_shows_its_properties_first() {
+        let properties = serde_json::json!({
+            "birthday": "1984-06-14",
+            "aliases": ["Eli", "E."],
+            "age": 41,
+        });
+        let read = VaultResult::Read(api::ReadOutput {
+            uri: "note://People/Elias".into(),
+            title: "Elias".into(),
+            frontmatter: properties.as_object().cloned(),
+            frontmatter_error: None,
+            content: "\n# Elias\nMet at the station.".into(),
+            next_offset: None,
+            total_chars: 28,
+            link: "obsidian://open?vault=v&file=People%2FElias".into(),
+        });
+        let mut sources = Sources::default();
+        let text = sources.add(&read);
+        assert!(
+            text.ends_with(
+                "birthday: 1984-06-14\naliases: Eli, E.\nage: 41\n# Elias\nMet at the station."
+            ),
+            "{text}"
+        );
+        assert!(sources.list()[0].text.starts_with("birthday: 1984-06-14\n"));
     }
 
     fn search(hits: Vec<api::SearchHit>) -> VaultResult {
