@@ -41,7 +41,7 @@ const REREAD_CHARS: usize = 1600;
 const REREAD_HELD_SHARE: f32 = 0.5;
 
 /// The question the answer step answers, with what it means beyond its own words.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Asked<'a> {
     /// The question as the person asked it.
     pub(super) question: &'a str,
@@ -50,6 +50,9 @@ pub(super) struct Asked<'a> {
     pub(super) restated: Option<&'a str>,
     /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
+    /// Who the question points at without naming them, found by a link from the line the
+    /// question describes ("The person it asks about is Elias (source 6).").
+    pub(super) someone: Option<String>,
 }
 
 impl<'a> Asked<'a> {
@@ -59,11 +62,16 @@ impl<'a> Asked<'a> {
     }
 
     /// What the answer instruction says of the question after asking it: the day or period a
-    /// follow-up means; `None` otherwise. Only the day: told the question a follow-up follows
-    /// on from, Qwen2.5-1.5B answered that one instead ("And video?" got the image formats
-    /// asked before; 16 fresh conversations, keyword written 8 → 6).
+    /// follow-up means, and who a question points at without naming them; `None` otherwise.
+    /// Not the question a follow-up follows on from: told that, Qwen2.5-1.5B answered it
+    /// instead ("And video?" got the image formats asked before; 16 fresh conversations,
+    /// keyword written 8 → 6).
     fn context(&self) -> Option<String> {
-        self.period.map(|period| format!("It asks about {period}."))
+        let period = self.period.map(|period| format!("It asks about {period}."));
+        match (period, &self.someone) {
+            (Some(period), Some(someone)) => Some(format!("{period} {someone}")),
+            (period, someone) => period.or_else(|| someone.clone()),
+        }
     }
 }
 

@@ -268,6 +268,9 @@ struct Gathered {
     sources: Sources,
     steps: Vec<StepRecord>,
     signatures: Vec<String>,
+    /// Who the question points at without naming them, and the source of their note, told
+    /// after the question ("The person it asks about is Elias (source 6).").
+    someone: Option<String>,
 }
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
@@ -292,6 +295,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             sources: Sources::for_question(question),
             steps: Vec::new(),
             signatures: Vec::new(),
+            someone: None,
         };
 
         // What the turn searches for: the question, or a follow-up with the one it leans on,
@@ -314,6 +318,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             question,
             restated: restated.as_deref(),
             period: period.filter(|_| searched.leans),
+            someone: gathered.someone.clone(),
         };
         let asked = &asked;
 

@@ -1477,3 +1477,60 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
     assert!(!calls[0].content.contains("from="), "{}", calls[0].content);
     assert_eq!(ipython_messages(&conversation).len(), 2);
 }
+
+/// A question pointing at someone by what they did reads the note the day's line links to,
+/// properties first, and is told who is meant: their note answers what the day's does not.
+#[test]
+fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir_all(vault.join("Daily")).unwrap();
+    std::fs::create_dir_all(vault.join("People")).unwrap();
+    for (rel, text) in [
+        (
+            "Daily/2022-08-11.md",
+            "Bought stamps.\nI talked to [[Elias]] at the train station.\n",
+        ),
+        (
+            "People/Elias.md",
+            "---\nbirthday: 1984-06-14\n---\n# Elias\nKnows trains.\n",
+        ),
+        ("Trains.md", "The train station opens at six.\n"),
+    ] {
+        std::fs::write(vault.join(rel), text).unwrap();
+    }
+    let rig = rig(&vault);
+    let mut model = ScriptedModel::new(["Elias was born on 1984-06-14 [2]."], 8192);
+    let question = "When's the birthday of the person I talked to at the train station?";
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    let reads: Vec<_> = turn
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .filter(|c| c.name == "read_note")
+        .collect();
+    assert_eq!(reads.len(), 1, "{:?}", turn.steps);
+    assert_eq!(reads[0].arguments["uri"], "Elias");
+    let prompt = &model.prompts[0];
+    let elias = prompt
+        .find("] People › Elias\nbirthday: 1984-06-14\n")
+        .unwrap_or_else(|| panic!("{prompt}"));
+    let number = prompt[..elias].rsplit('[').next().unwrap();
+    assert!(
+        prompt.contains(&format!(
+            "The person it asks about is Elias (source {number})."
+        )),
+        "{prompt}"
+    );
+    assert_eq!(turn.answer, "Elias was born on 1984-06-14 [2].");
+
+    // A question naming whom it asks about follows no link.
+    let mut model = ScriptedModel::new(["At six [1]."], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "When does the train station open?",
+    );
+    assert!(call_names(&turn).iter().all(|name| *name != "read_note"));
+    assert!(!model.prompts[0].contains("it asks about"));
+}
