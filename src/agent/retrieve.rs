@@ -272,7 +272,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let Some(pointed) = someone_pointed_at(query) else {
             return Ok(ran);
         };
-        let linked = linked_notes(query, gathered.sources.list());
+        let linked = linked_notes(query, &pointed, gathered.sources.list());
         let reads: Vec<ToolCall> = linked
             .iter()
             .cloned()
@@ -379,13 +379,17 @@ fn someone_pointed_at(question: &str) -> Option<String> {
 }
 
 /// The notes linked from the first line of `sources` that the model reads, shares a search
-/// term with `query` and links notes: the line the question describes ("I talked to
-/// [[Elias]] on the train station"). At most [`LINKED_NOTES`], by link target as written
-/// (`read_note` resolves a name as Obsidian does). Embeds and links to files other than notes
-/// are no person or project.
-fn linked_notes(query: &str, sources: &[Source]) -> Vec<String> {
+/// term with `query` other than the word pointing at someone (`pointed`: "person" is a
+/// property's name too, `person:: [[Alice]]`) and links notes: the line the question
+/// describes ("I talked to [[Elias]] on the train station"). At most [`LINKED_NOTES`], by
+/// link target as written (`read_note` resolves a name as Obsidian does). Embeds and links
+/// to files other than notes are no person or project.
+fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<String> {
     let mut tokenizer = Tokenizer::default();
-    let asked: HashSet<String> = tokenizer.query_terms(query).into_iter().collect();
+    let mut asked: HashSet<String> = tokenizer.query_terms(query).into_iter().collect();
+    for term in tokenizer.query_terms(pointed) {
+        asked.remove(&term);
+    }
     for source in sources {
         for line in source.passage.lines() {
             let shown = markup::plain(line);
@@ -551,19 +555,22 @@ mod tests {
         // The first line bearing on the question that links notes: not the line before,
         // which shares no word with it, nor the line after; no embed, no file.
         assert_eq!(
-            linked_notes(query, std::slice::from_ref(&day)),
+            linked_notes(query, "person", std::slice::from_ref(&day)),
             ["Elias", "Noor"]
         );
         // A note among the sources already is read again, whole from the top.
         let elias = source("Elias", "Met him at the station.");
         assert_eq!(
-            linked_notes(query, &[day.clone(), elias]),
+            linked_notes(query, "person", &[day.clone(), elias]),
             ["Elias", "Noor"]
         );
+        // The word pointing at someone describes nothing.
+        let other = source("2022-01-10", "Lunch with (person:: [[Alice]])");
+        assert!(linked_notes(query, "person", &[other]).is_empty());
         // A line the model was not shown leads nowhere.
         let mut cut = day;
         cut.text = "- Something I want to do soon Plans".into();
-        assert!(linked_notes(query, &[cut]).is_empty());
+        assert!(linked_notes(query, "person", &[cut]).is_empty());
     }
 
     #[test]
