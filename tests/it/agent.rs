@@ -28,6 +28,18 @@ fn rig(vault: &Path) -> Rig {
     rig_with(vault, Vec::new())
 }
 
+/// A vault of `notes` (path, text) in a temporary folder, kept while the guard lives.
+fn temp_vault(notes: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    for (rel, text) in notes {
+        let path = vault.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    (dir, vault)
+}
+
 /// The vault server and server-everything: tools of another server than the vault's.
 fn rig_with_another_server(vault: &Path) -> Rig {
     let mut everything = ServerSpec::new(
@@ -1155,10 +1167,7 @@ fn a_day_asked_about_that_no_source_holds_is_no_answer() {
 /// day is an answer to when Priya called, which that note's lines say.
 #[test]
 fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(vault.join("Journal")).unwrap();
-    for (rel, text) in [
+    let (_dir, vault) = temp_vault(&[
         (
             "Journal/2025-02-14.md",
             "- Elif's birthday, baklava for the office\n- Valentine's dinner at Héron\n",
@@ -1167,9 +1176,7 @@ fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
             "Journal/2025-04-11.md",
             "- 17:00 video call with Priya, she got promoted\n",
         ),
-    ] {
-        std::fs::write(vault.join(rel), text).unwrap();
-    }
+    ]);
     let rig = rig(&vault);
     let invented = "Priya's birthday is on February 14, 2025 [1].";
     let mut model = ScriptedModel::new([invented; 5], 8192);
@@ -1263,19 +1270,14 @@ fn a_follow_up_reads_earlier_results_as_the_turn_that_fetched_them() {
 /// its own. A question that asks something new is searched as asked, with no restatement.
 #[test]
 fn a_follow_up_pointing_back_is_restated_or_searched_with_the_question_before() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(&vault).unwrap();
-    for (rel, text) in [
+    let (_dir, vault) = temp_vault(&[
         (
             "Garden pump.md",
             "The garden pump delivers 1,200 litres per hour.\n\nPower: 12 V.\n",
         ),
         ("Voltage.md", "Mains voltage in the house is 230 V.\n"),
         ("Bike.md", "The bike was serviced in March.\n"),
-    ] {
-        std::fs::write(vault.join(rel), text).unwrap();
-    }
+    ]);
     let rig = rig(&vault);
     let searched = |turn: &Turn| {
         let search = turn.steps.iter().find(|s| s.kind == "retrieve").unwrap();
@@ -1342,16 +1344,11 @@ fn a_follow_up_pointing_back_is_restated_or_searched_with_the_question_before() 
 /// within that next day, and a further "the day before" counts from there.
 #[test]
 fn a_follow_up_naming_the_next_day_is_searched_within_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(vault.join("Daily")).unwrap();
-    for (rel, text) in [
+    let (_dir, vault) = temp_vault(&[
         ("Daily/2021-05-11.md", "We eat ramen with Ana.\n"),
         ("Daily/2021-05-12.md", "We eat pizza at work.\n"),
         ("Daily/2021-05-13.md", "Salad by the river.\n"),
-    ] {
-        std::fs::write(vault.join(rel), text).unwrap();
-    }
+    ]);
     let rig = rig(&vault);
     let mut conversation = Vec::new();
     let dated_search = |turn: &Turn| {
@@ -1392,15 +1389,11 @@ fn a_follow_up_naming_the_next_day_is_searched_within_it() {
 /// of them, or one, stands as written.
 #[test]
 fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(&vault).unwrap();
-    std::fs::write(
-        vault.join("Gift ideas.md"),
+    let (_dir, vault) = temp_vault(&[(
+        "Gift ideas.md",
         "# Gift ideas\n\nFor Mum:\n\n- gardening gloves (size M)\n\
          - the new Camilla Läckberg paperback\n- theatre tickets for the two of us\n",
-    )
-    .unwrap();
+    )]);
     let rig = rig(&vault);
     let answer = "Mum would like the new Camilla Läckberg paperback or theatre tickets [1].";
     let mut model = ScriptedModel::new([answer], 8192);
@@ -1428,16 +1421,11 @@ fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
 /// about leaves no trace in the conversation.
 #[test]
 fn a_question_naming_a_day_is_searched_within_it_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(vault.join("Daily")).unwrap();
-    for (rel, text) in [
+    let (_dir, vault) = temp_vault(&[
         ("Daily/2021-05-11.md", "We eat ramen with Ana.\n"),
         ("Daily/2021-05-12.md", "We eat pizza at work.\n"),
         ("Recipes.md", "What I eat most: ramen, pizza, salad.\n"),
-    ] {
-        std::fs::write(vault.join(rel), text).unwrap();
-    }
+    ]);
     let rig = rig(&vault);
     let options = || AgentOptions {
         today: "2021-05-12".parse().unwrap(),
@@ -1482,11 +1470,7 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
 /// properties first, and is told who is meant: their note answers what the day's does not.
 #[test]
 fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
-    let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    std::fs::create_dir_all(vault.join("Daily")).unwrap();
-    std::fs::create_dir_all(vault.join("People")).unwrap();
-    for (rel, text) in [
+    let (_dir, vault) = temp_vault(&[
         (
             "Daily/2022-08-11.md",
             "Bought stamps.\nI talked to [[Elias]] at the train station.\n",
@@ -1496,9 +1480,7 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
             "---\nbirthday: 1984-06-14\n---\n# Elias\nKnows trains.\n",
         ),
         ("Trains.md", "The train station opens at six.\n"),
-    ] {
-        std::fs::write(vault.join(rel), text).unwrap();
-    }
+    ]);
     let rig = rig(&vault);
     let mut model = ScriptedModel::new(["Elias was born on 1984-06-14 [2]."], 8192);
     let question = "When's the birthday of the person I talked to at the train station?";
