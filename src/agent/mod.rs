@@ -19,6 +19,8 @@
 //! module of its own, in the order data flows through a turn:
 //! - [`restate`]: a follow-up that leans on the conversation written again to stand alone;
 //! - [`retrieve`]: the searches the agent makes itself (the opening one, the wider one);
+//! - [`pointed`]: the notes linked from the line a question describes, when it points at
+//!   someone it does not name;
 //! - [`decide`]: decision steps, generated under the tool grammar;
 //! - [`calls`]: calls checked, approved and run, their results rendered for the model;
 //! - [`answer`]: the answer step, with the hold-back of "the notes do not say", the second
@@ -37,6 +39,7 @@ mod cite;
 mod decide;
 mod gate;
 mod own_words;
+mod pointed;
 mod restate;
 mod retrieve;
 mod subject;
