@@ -382,12 +382,16 @@ impl Sources {
 
     fn add_read(&mut self, out: &api::ReadOutput) -> String {
         // A person's or a project's properties are often what is asked (a birthday, an
-        // email): they come first, as the note writes them first.
-        let properties = out
-            .frontmatter
-            .as_ref()
-            .map(properties_text)
-            .unwrap_or_default();
+        // email): they come first, as the note writes them first; on the first page only (a
+        // page's text ends where the next begins, or at the end).
+        let offset = out
+            .next_offset
+            .unwrap_or(out.total_chars)
+            .saturating_sub(out.content.chars().count());
+        let properties = match &out.frontmatter {
+            Some(properties) if offset == 0 => properties_text(properties),
+            _ => String::new(),
+        };
         let content = format!("{properties}{}", out.content.trim());
         let n = self.insert(Source {
             number: 0,
@@ -647,6 +651,21 @@ mod tests {
             "{text}"
         );
         assert!(sources.list()[0].text.starts_with("birthday: 1984-06-14\n"));
+
+        // A later page starts where the text does: the properties were on the first.
+        let next_page = VaultResult::Read(api::ReadOutput {
+            uri: "note://People/Elias".into(),
+            title: "Elias".into(),
+            frontmatter: properties.as_object().cloned(),
+            frontmatter_error: None,
+            content: "the station.".into(),
+            next_offset: None,
+            total_chars: 28,
+            link: "obsidian://open?vault=v&file=People%2FElias".into(),
+        });
+        let text = sources.add(&next_page);
+        assert!(!text.contains("birthday"), "{text}");
+        assert!(text.ends_with("the station."), "{text}");
     }
 
     fn search(hits: Vec<api::SearchHit>) -> VaultResult {
