@@ -555,6 +555,28 @@ impl Sources {
         self.list.iter().map(|s| self.citation(s, false)).collect()
     }
 
+    /// Cites, after each cited source that was found through a link, the source whose line
+    /// links it (`through`: pairs of those numbers), unless it is cited already: the day's
+    /// note that says who "the person I talked to at the train station" is bears the answer
+    /// about them as much as their own note.
+    pub fn cite_through(&self, citations: &mut Vec<Citation>, through: &[(usize, usize)]) {
+        for &(found, from) in through {
+            let cites = |n: usize| citations.iter().any(|c| c.cited && c.number == n);
+            if !cites(found) || cites(from) {
+                continue;
+            }
+            let Some(source) = self.list.iter().find(|s| s.number == from) else {
+                continue;
+            };
+            citations.retain(|c| c.number != from);
+            let at = citations
+                .iter()
+                .position(|c| c.number == found)
+                .map_or(citations.len(), |at| at + 1);
+            citations.insert(at, self.citation(source, true));
+        }
+    }
+
     fn citation(&self, s: &Source, cited: bool) -> Citation {
         Citation {
             number: s.number,

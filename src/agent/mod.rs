@@ -274,6 +274,9 @@ struct Gathered {
     /// Who the question points at without naming them, and the source of their note, told
     /// after the question ("The person it asks about is Elias (source 6).").
     someone: Option<String>,
+    /// The source of a note found through a link, and the source whose line links it
+    /// ([`pointed`]): an answer citing the first cites the second too.
+    found_through: Vec<(usize, usize)>,
 }
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
@@ -299,6 +302,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             steps: Vec::new(),
             signatures: Vec::new(),
             someone: None,
+            found_through: Vec::new(),
         };
 
         // What the turn searches for: the question, or a follow-up with the one it leans on,
@@ -530,7 +534,10 @@ fn finish(
         notes_lack_it,
     } = answered;
     let Gathered {
-        sources, mut steps, ..
+        sources,
+        mut steps,
+        found_through,
+        ..
     } = gathered;
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
         let quoted = format!(
@@ -554,7 +561,9 @@ fn finish(
             text: &answer[..end],
             numbers,
         });
-        sources.citations(question, &answer[quote_at.unwrap_or(0)..], opening)
+        let mut citations = sources.citations(question, &answer[quote_at.unwrap_or(0)..], opening);
+        sources.cite_through(&mut citations, &found_through);
+        citations
     };
     let rest = match notes_lack_it || quote_at.is_some() {
         true => String::new(),

@@ -32,8 +32,9 @@ const LINKED_CHARS: usize = 300;
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// After the opening search of a question pointing at someone ([`someone_pointed_at`]):
-    /// the notes linked from the line it describes read as sources, and who is meant kept
-    /// for the answer step (`gathered.someone`).
+    /// the notes linked from the line it describes read as sources, who is meant kept for
+    /// the answer step (`gathered.someone`), and the source of that line beside each
+    /// (`gathered.found_through`), to be cited with it.
     pub(super) fn follow_pointed(
         &mut self,
         vault: &VaultTools,
@@ -48,10 +49,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let linked = linked_notes(query, &pointed, gathered.sources.list());
         let reads: Vec<ToolCall> = linked
             .iter()
-            .cloned()
             .filter_map(|note| {
                 let read = api::ReadParams {
-                    uri: note,
+                    uri: note.target.clone(),
                     max_chars: Some(LINKED_CHARS),
                     ..api::ReadParams::default()
                 };
@@ -62,22 +62,34 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             self.gather(vault, &reads, false, tools, conversation, gathered)?;
         }
         // Told who is meant, the model reads their note, not the day's.
-        let named: Vec<String> = linked
-            .iter()
-            .filter_map(|name| {
-                let title = name.rsplit('/').next().unwrap_or(name);
-                // The note as read: its properties are what is asked most.
-                let source =
-                    gathered.sources.list().iter().rev().find(|s| {
-                        s.title.eq_ignore_ascii_case(title) && s.heading_path.is_empty()
-                    })?;
-                Some(format!("{} (source {})", source.title, source.number))
-            })
-            .collect();
+        let mut named: Vec<String> = Vec::new();
+        for note in &linked {
+            // The note as read: its properties are what is asked most.
+            let Some(source) =
+                gathered.sources.list().iter().rev().find(|s| {
+                    s.title.eq_ignore_ascii_case(&note.title) && s.heading_path.is_empty()
+                })
+            else {
+                continue;
+            };
+            named.push(format!("{} (source {})", source.title, source.number));
+            gathered.found_through.push((source.number, note.from));
+        }
         gathered.someone = (!named.is_empty())
             .then(|| format!("The {pointed} it asks about is {}.", named.join(" or ")));
         Ok(())
     }
+}
+
+/// A note a link leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LinkedNote {
+    /// The link's target as written, less `.md` (`People/Elias`): what `read_note` resolves.
+    target: String,
+    /// The note's title: the target's last part (`Elias`).
+    title: String,
+    /// The number of the source whose line links it (the day's note the question describes).
+    from: usize,
 }
 
 /// The one `question` asks about without naming them, pointed at by what they did or what is
@@ -102,7 +114,7 @@ fn someone_pointed_at(question: &str) -> Option<String> {
 /// describes ("I talked to [[Elias]] on the train station"). At most [`LINKED_NOTES`], by
 /// link target as written (`read_note` resolves a name as Obsidian does). Embeds and links
 /// to files other than notes are no person or project.
-fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<String> {
+fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<LinkedNote> {
     let mut tokenizer = Tokenizer::default();
     let mut asked: HashSet<String> = tokenizer.query_terms(query).into_iter().collect();
     for term in tokenizer.query_terms(pointed) {
@@ -123,13 +135,17 @@ fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<String> {
             }
             let mut links = Vec::new();
             links::scan_wikilinks(line, LinkKind::Wiki, &mut links, &mut Vec::new());
-            let mut notes: Vec<String> = Vec::new();
+            let mut notes: Vec<LinkedNote> = Vec::new();
             for link in links {
-                let name = link.path.strip_suffix(".md").unwrap_or(&link.path);
-                let title = name.rsplit('/').next().unwrap_or(name);
+                let target = link.path.strip_suffix(".md").unwrap_or(&link.path);
+                let title = target.rsplit('/').next().unwrap_or(target);
                 let note = !link.embed && !title.is_empty() && !title.contains('.');
-                if note && !notes.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                    notes.push(name.to_string());
+                if note && !notes.iter().any(|n| n.target.eq_ignore_ascii_case(target)) {
+                    notes.push(LinkedNote {
+                        target: target.to_string(),
+                        title: title.to_string(),
+                        from: source.number,
+                    });
                 }
             }
             if !notes.is_empty() {
@@ -168,15 +184,28 @@ mod tests {
         let query = "When's the birthday of the person I talked to at the train station?";
         // The first line bearing on the question that links notes: not the line before,
         // which shares no word with it, nor the line after; no embed, no file.
-        assert_eq!(
-            linked_notes(query, "person", std::slice::from_ref(&day)),
-            ["Elias", "Noor"]
-        );
+        let targets = |sources: &[Source]| -> Vec<String> {
+            linked_notes(query, "person", sources)
+                .into_iter()
+                .map(|note| note.target)
+                .collect()
+        };
+        assert_eq!(targets(std::slice::from_ref(&day)), ["Elias", "Noor"]);
         // A note among the sources already is read again, whole from the top.
         let elias = source("Elias", "Met him at the station.");
+        assert_eq!(targets(&[day.clone(), elias]), ["Elias", "Noor"]);
+        // A link into a folder names the note by its last part.
+        let folder = source(
+            "2022-08-12",
+            "Talked to [[People/Sofie Jansen]] at the station",
+        );
         assert_eq!(
-            linked_notes(query, "person", &[day.clone(), elias]),
-            ["Elias", "Noor"]
+            linked_notes(query, "person", &[folder]),
+            [LinkedNote {
+                target: "People/Sofie Jansen".into(),
+                title: "Sofie Jansen".into(),
+                from: 0,
+            }]
         );
         // The word pointing at someone describes nothing.
         let other = source("2022-01-10", "Lunch with (person:: [[Alice]])");

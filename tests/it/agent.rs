@@ -1467,7 +1467,8 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
 }
 
 /// A question pointing at someone by what they did reads the note the day's line links to,
-/// properties first, and is told who is meant: their note answers what the day's does not.
+/// properties first, and is told who is meant: their note answers what the day's does not,
+/// and the answer cites both.
 #[test]
 fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
     let (_dir, vault) = temp_vault(&[
@@ -1482,7 +1483,7 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
         ("Trains.md", "The train station opens at six.\n"),
     ]);
     let rig = rig(&vault);
-    let mut model = ScriptedModel::new(["Elias was born on 1984-06-14 [2]."], 8192);
+    let mut model = ScriptedModel::new(["Elias was born on 1984-06-14 [4].", "yes"], 8192);
     let question = "When's the birthday of the person I talked to at the train station?";
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
     let reads: Vec<_> = turn
@@ -1504,7 +1505,13 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
         )),
         "{prompt}"
     );
-    assert_eq!(turn.answer, "Elias was born on 1984-06-14 [2].");
+    assert_eq!(number, "4");
+    assert_eq!(turn.answer, "Elias was born on 1984-06-14 [4].");
+    // The day's note that says who is meant is cited beside theirs.
+    assert_eq!(
+        cited_uris(&turn),
+        ["note://People/Elias", "note://Daily/2022-08-11"]
+    );
 
     // A question naming whom it asks about follows no link.
     let mut model = ScriptedModel::new(["At six [1]."], 8192);
