@@ -58,6 +58,10 @@ first ::= [^\[<\x00-\x20]
 rest ::= [^\n\x00]*
 "#;
 
+/// A verdict: `yes` or `no` (`agent::figure`'s check of the line an answer's figure stands in).
+pub const VERDICT_GBNF: &str = r#"root ::= "yes" | "no"
+"#;
+
 /// Source numbers in brackets, `[2]` or `[1, 3]` (at most five), each one of `1..=count`, or
 /// `none`: what the model may reply when asked which sources an uncited answer came from.
 pub fn citation_gbnf(count: usize) -> String {

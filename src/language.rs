@@ -143,6 +143,9 @@ pub struct AnswerLines {
     /// Instead of an answer that stated facts found in no source (`{}`: those facts): it
     /// holds the sentence of [`NOTES_LACK_IT`] for the language.
     pub made_up: &'static str,
+    /// Instead of an answer whose figure stands in the notes, but in a line about something
+    /// else (`{}`: the figure): it holds the sentence of [`NOTES_LACK_IT`] for the language.
+    pub not_the_answer: &'static str,
     /// Before the items of a list the answer left out (`{}`: the source's mark, `[2]`).
     pub rest_of_list: &'static str,
 }
@@ -158,6 +161,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "No note matched the question.",
             notes_lack_it: "The notes do not say.",
             made_up: "The notes do not say: none of them gives {}.",
+            not_the_answer: "The notes do not say: the {} they hold is about something else.",
             rest_of_list: "Also in that list {}:",
         },
         Some(Language::Chinese) => &AnswerLines {
@@ -168,6 +172,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "没有与问题相符的笔记。",
             notes_lack_it: "笔记中没有说明。",
             made_up: "笔记中没有说明：没有笔记给出 {}。",
+            not_the_answer: "笔记中没有说明：笔记中的 {} 说的是别的事。",
             rest_of_list: "该列表 {} 中还有：",
         },
         Some(Language::Japanese) => &AnswerLines {
@@ -178,6 +183,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "質問に合うノートはありませんでした。",
             notes_lack_it: "ノートには書かれていません。",
             made_up: "ノートには書かれていません：{} を示すノートはありません。",
+            not_the_answer: "ノートには書かれていません：ノートにある {} は別のことです。",
             rest_of_list: "そのリスト {} には他に：",
         },
         Some(Language::Korean) => &AnswerLines {
@@ -188,6 +194,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "질문과 일치하는 노트가 없습니다.",
             notes_lack_it: "노트에 나와 있지 않습니다.",
             made_up: "노트에 나와 있지 않습니다: {}을(를) 알려 주는 노트가 없습니다.",
+            not_the_answer: "노트에 나와 있지 않습니다: 노트의 {}은(는) 다른 내용입니다.",
             rest_of_list: "그 목록 {}에는 또:",
         },
     }

@@ -24,7 +24,7 @@ use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 13] = [
+pub const TEMPLATES: [(&str, &str); 14] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -47,6 +47,7 @@ pub const TEMPLATES: [(&str, &str); 13] = [
         RESTATE_INSTRUCTION,
         include_str!("../prompts/agent/restate.j2"),
     ),
+    (CHECK_INSTRUCTION, include_str!("../prompts/agent/check.j2")),
     (
         "study/summarize.j2",
         include_str!("../prompts/study/summarize.j2"),
@@ -70,6 +71,7 @@ const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
 const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
 const ATTRIBUTION_INSTRUCTION: &str = "agent/attribute.j2";
 const RESTATE_INSTRUCTION: &str = "agent/restate.j2";
+const CHECK_INSTRUCTION: &str = "agent/check.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
 
@@ -471,6 +473,24 @@ impl ChatTemplate {
                 "follow_up": question,
                 "language": language.map(Language::name),
             }),
+        )
+    }
+
+    /// The figure check's message (`agent::figure`): the `lines` an answer's figure stands in
+    /// and their `place` (the note's label and the heading above them), and the answer's
+    /// `claim` (its sentence giving the figure), to be judged yes or no; `context`: who the
+    /// question points at, when the agent found them through a link ("The accountant it
+    /// asks about is Oscar Visser.").
+    pub fn check_instruction(
+        &self,
+        place: &str,
+        lines: &str,
+        claim: &str,
+        context: Option<&str>,
+    ) -> Result<String, PromptError> {
+        self.render(
+            CHECK_INSTRUCTION,
+            json!({"place": place, "lines": lines, "claim": claim, "context": context}),
         )
     }
 

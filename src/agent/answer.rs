@@ -15,10 +15,11 @@ use std::ops::ControlFlow;
 use obsidian_kb::dates::Period;
 
 use super::cite::{OpeningSources, unattributed};
-use super::gate::{FactGate, Restating};
-use super::own_words::{OwnWords, adds_own};
+use super::figure::{FigureLine, asks_a_figure};
+use super::gate::FactGate;
+use super::own_words::{OwnWords, Restating, adds_own};
 use super::subject::Subject;
-use super::{Agent, AgentError};
+use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::{ANSWER_GBNF, ROOT};
@@ -104,7 +105,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let mut messages = for_answer(conversation);
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
-        let mut gate = FactGate::new(&known);
+        let figure_asked = asks_a_figure(question);
+        let mut gate = FactGate::new(&known, figure_asked);
         // What of the answer reached the user before a made-up fact closed the gate: it stays
         // part of the answer, which is what they read.
         let mut shown = String::new();
@@ -137,8 +139,35 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 attribution: None,
                 opening_from: None,
                 notes_lack_it: true,
+                check: None,
             });
         }
+        // A figure asked for, standing in the notes: shown once the line it stands in is
+        // read as the answer ([`super::figure`]).
+        let mut check = None;
+        if gate.withheld().is_some()
+            && let Some(line) = FigureLine::find(question, &completion.text, sources.list())
+        {
+            let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
+            check = checked;
+            if !answers {
+                let said = answer_lines(language)
+                    .not_the_answer
+                    .replace("{}", &line.figure);
+                let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
+                let _ = on_text(&format!("{gap}{said}"));
+                return Ok(Answered {
+                    text: format!("{}{gap}{said}", shown.trim_start()),
+                    quote_at: None,
+                    completion,
+                    attribution: None,
+                    opening_from: None,
+                    notes_lack_it: true,
+                    check,
+                });
+            }
+        }
+        gate.release(&mut |checked| restating.pass(checked, &mut show));
         let mut answer = completion.text.trim().to_string();
         // "The notes do not say" (what `answer.j2` asks for when the sources lack the answer)
         // came from no source: asking which one would only invite a false citation.
@@ -168,6 +197,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 attribution: None,
                 opening_from: None,
                 notes_lack_it: true,
+                check,
             });
         }
         let lead = match adds {
@@ -193,6 +223,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 attribution: None,
                 opening_from: None,
                 notes_lack_it: false,
+                check,
             });
         }
         let given = sources.list().len();
@@ -208,6 +239,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             attribution,
             opening_from,
             notes_lack_it,
+            check,
         })
     }
 
@@ -252,6 +284,17 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         if !counts {
             return Ok(Reading::Nothing(completion));
         }
+        // A figure from the one source must answer the question too ([`super::figure`]).
+        let mut check = None;
+        if asks_a_figure(question)
+            && let Some(line) = FigureLine::find(question, answer, &sources.list()[..1])
+        {
+            let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
+            if !answers {
+                return Ok(Reading::Nothing(completion));
+            }
+            check = checked;
+        }
         // It came from source 1, whether or not it says so.
         let opening_from = cited_numbers(&own)
             .is_empty()
@@ -263,6 +306,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             attribution: None,
             opening_from,
             notes_lack_it: false,
+            check,
         })))
     }
 
@@ -369,6 +413,17 @@ pub(super) struct Answered {
     pub(super) opening_from: Option<OpeningSources>,
     /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
     pub(super) notes_lack_it: bool,
+    /// The check of the line the answer's figure stands in, when it ran ([`super::figure`]).
+    pub(super) check: Option<Completion>,
+}
+
+impl Answered {
+    /// The steps that wrote this answer: the answer, and the figure check when it ran.
+    pub(super) fn steps(&self) -> Vec<StepRecord> {
+        let mut steps = vec![step("answer", &self.completion, Vec::new())];
+        steps.extend(self.check.iter().map(|c| step("check", c, Vec::new())));
+        steps
+    }
 }
 
 /// What a second reading ([`Agent::reread`]) came to.

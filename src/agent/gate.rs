@@ -1,15 +1,15 @@
 //! What of an answer reaches the user while it streams, and when: [`FactGate`] holds back each
-//! clause stating a fact until it is checked against what the model was given, [`Restating`]
-//! an answer while it only says the question again, [`HoldBack`] an answer that may still be
-//! only "the notes do not say" (so the turn can look further before anyone reads it). The
-//! answer step streams through all three. Pure: text in, text out.
+//! clause stating a fact until it is checked against what the model was given (and, asked
+//! for a figure, until the figure check read it: `super::figure`), [`HoldBack`] an answer
+//! that may still be only "the notes do not say" (so the turn can look further before anyone
+//! reads it). The answer step streams through both, and through
+//! [`super::own_words::Restating`], which holds an answer while it only says the question
+//! again. Pure: text in, text out.
 
 use std::ops::ControlFlow;
 
-use super::own_words::OwnWords;
 use crate::facts::{self, KnownFacts};
 use crate::language::{NOTES_LACK_IT, says_notes_lack_it};
-use crate::support::Adds;
 
 /// Streams an answer but holds back each clause that states a fact (a number, a key
 /// combination: [`crate::facts`]) until the clause is whole and its facts are found in what the
@@ -22,15 +22,37 @@ pub(super) struct FactGate<'k> {
     /// Whether what is held opens a sentence (its first word is then no name).
     opens_sentence: bool,
     made_up: Vec<String>,
+    /// Whether a checked clause stating a fact is withheld, with everything after it, until
+    /// the answer is read whole ([`FactGate::release`]): its figure is to be checked against
+    /// what the question asks (`super::figure`).
+    withhold_facts: bool,
+    /// Checked text not shown yet, from the first clause stating a fact.
+    withheld: Option<String>,
 }
 
 impl<'k> FactGate<'k> {
-    pub(super) fn new(known: &'k KnownFacts) -> FactGate<'k> {
+    /// A gate over what is `known`; `withhold_facts`: see [`FactGate::withheld`].
+    pub(super) fn new(known: &'k KnownFacts, withhold_facts: bool) -> FactGate<'k> {
         FactGate {
             known,
             held: String::new(),
             opens_sentence: true,
             made_up: Vec::new(),
+            withhold_facts,
+            withheld: None,
+        }
+    }
+
+    /// The checked text withheld from its first clause stating a fact to the end, when the
+    /// gate withholds facts and the answer stated one; `None` otherwise.
+    pub(super) fn withheld(&self) -> Option<&str> {
+        self.withheld.as_deref()
+    }
+
+    /// Shows what was withheld.
+    pub(super) fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
+        if let Some(withheld) = self.withheld.take().filter(|w| !w.is_empty()) {
+            let _ = on_text(&withheld);
         }
     }
 
@@ -96,6 +118,9 @@ impl<'k> FactGate<'k> {
                 self.held.clear();
                 return ControlFlow::Break(());
             }
+            if self.withhold_facts && self.withheld.is_none() {
+                self.withheld = Some(String::new());
+            }
             if self.show(end, on_text).is_break() {
                 return ControlFlow::Break(());
             }
@@ -118,7 +143,13 @@ impl<'k> FactGate<'k> {
         if let Some(ends) = facts::ends_sentence(&shown) {
             self.opens_sentence = ends;
         }
-        on_text(&shown)
+        match &mut self.withheld {
+            Some(withheld) => {
+                withheld.push_str(&shown);
+                ControlFlow::Continue(())
+            }
+            None => on_text(&shown),
+        }
     }
 }
 
@@ -166,72 +197,6 @@ impl HoldBack {
     }
 }
 
-/// Holds an answer back while all it says is the question again, citation marks, copied
-/// source headers and a sentence saying the sources lack it aside ([`OwnWords`]): "Jonathan's
-/// email address is [1].", "The price is not mentioned in the given sources." A small model writes that when the sources lack what was asked
-/// (Qwen2.5-1.5B: three of the personal vault's thirteen questions it cannot answer), and it is
-/// then no answer: the turn takes it for the notes not saying. A bare yes or no is held too,
-/// for its next words may be the sources' lack. Released at the answer's third word of its
-/// own ([`crate::support::adds`]'s claim), which in an answer is usually among its first few.
-pub(super) struct Restating<'o, 'a> {
-    /// What the answer must add to the question; `None` (no sources, or released): nothing
-    /// is held.
-    own: Option<&'o OwnWords<'a>>,
-    held: String,
-}
-
-impl<'o, 'a> Restating<'o, 'a> {
-    /// `own`: what the answer must add, read once for the whole answer (its end is judged
-    /// by the same); `None` (no sources): nothing is held.
-    pub(super) fn new(own: Option<&'o OwnWords<'a>>) -> Self {
-        Restating {
-            own,
-            held: String::new(),
-        }
-    }
-
-    /// Passes `text` on to `on_text`, or holds it while the answer so far adds nothing.
-    pub(super) fn pass(
-        &mut self,
-        text: &str,
-        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let Some(own) = self.own else {
-            return on_text(text);
-        };
-        self.held.push_str(text);
-        // A word still being written is not judged: "Mark" may become "Markus". (A Chinese,
-        // Japanese or Korean character is whole.)
-        let judged = self
-            .held
-            .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
-        // A bare yes or no is held too: "… is not" may go on "mentioned in the sources".
-        if judged.trim().is_empty() || own.adds(judged) != Adds::Something {
-            return ControlFlow::Continue(());
-        }
-        self.own = None;
-        on_text(&std::mem::take(&mut self.held))
-    }
-
-    /// Shows what is held: at the answer's end, when it is not taken for the notes not saying.
-    pub(super) fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
-        self.own = None;
-        if !self.held.is_empty() {
-            let _ = on_text(&std::mem::take(&mut self.held));
-        }
-    }
-
-    /// True when the whole answer was held: it never said a word of its own.
-    pub(super) fn held_all(&self) -> bool {
-        self.own.is_some() && !self.held.trim().is_empty()
-    }
-}
-
-/// A letter or digit of a script that spaces its words (those below the CJK blocks).
-fn is_spaced_letter(c: char) -> bool {
-    c.is_alphanumeric() && (c as u32) < 0x2E80
-}
-
 /// True while `text` (an answer's start) is, or may still become, an answer that only says
 /// the notes do not say.
 fn may_be_notes_lack_it(text: &str) -> bool {
@@ -244,13 +209,12 @@ fn may_be_notes_lack_it(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::Source;
 
     /// Streams `tokens` through a [`FactGate`] over `known`; returns what was shown after each
     /// token, and the made-up facts at the end.
     fn gate(known: &[&str], tokens: &[&str]) -> (Vec<String>, Vec<String>) {
         let known = KnownFacts::new(known.iter().copied());
-        let mut gate = FactGate::new(&known);
+        let mut gate = FactGate::new(&known, false);
         let mut shown = String::new();
         let mut after_each = Vec::new();
         for token in tokens {
@@ -266,101 +230,6 @@ mod tests {
         });
         after_each.push(shown);
         (after_each, made_up)
-    }
-
-    /// Streams `tokens` through a [`Restating`] hold for `question`; returns what was shown
-    /// and whether all of it was held.
-    fn restate(question: &str, tokens: &[&str]) -> (String, bool) {
-        let asked = format!("Answer from the numbered sources: {question}");
-        let jonathan = [Source {
-            number: 1,
-            uri: "note://People/Jonathan".to_string(),
-            title: "Jonathan".to_string(),
-            heading_path: Vec::new(),
-            link: String::new(),
-            text: "email: jon@example.org".to_string(),
-            passage: String::new(),
-        }];
-        let own = OwnWords::new(question, &asked, &jonathan);
-        let mut hold = Restating::new(Some(&own));
-        let mut shown = String::new();
-        for token in tokens {
-            let _ = hold.pass(token, &mut |t| {
-                shown.push_str(t);
-                ControlFlow::Continue(())
-            });
-        }
-        (shown, hold.held_all())
-    }
-
-    #[test]
-    fn an_answer_is_held_only_while_it_says_the_question_again() {
-        let question = "What's Jonathan's email address?";
-        let (shown, held) = restate(question, &["Jonathan's", " email address", " is [1]."]);
-        assert_eq!((shown.as_str(), held), ("", true));
-        // Tokens are pieces of words: "Jon" is no word of its own.
-        let (shown, held) = restate(question, &["Jon", "athan", "'s", " em", "ail", " address"]);
-        assert_eq!((shown.as_str(), held), ("", true));
-        let (shown, held) = restate(
-            question,
-            &["Jonathan's", " email address is", " jon@example.org [1]."],
-        );
-        assert_eq!(
-            (shown.as_str(), held),
-            ("Jonathan's email address is jon@example.org [1].", false)
-        );
-        // Somebody else's address is held to its end, however it is cut into tokens.
-        let (shown, held) = restate(
-            question,
-            &[
-                "Jonathan's",
-                " email is",
-                " lena@",
-                "harbor",
-                ".",
-                "c",
-                "om",
-                " [1].",
-            ],
-        );
-        assert_eq!((shown.as_str(), held), ("", true));
-        // A yes or no is held until words of its own follow it: "not" may go on "mentioned".
-        let question = "Is Jonathan a friend?";
-        let (shown, held) = restate(question, &["No", ", Jonathan"]);
-        assert_eq!((shown.as_str(), held), ("", true));
-        let tokens = [
-            "No",
-            ", Jonathan",
-            " is a colleague",
-            " on the design team [1].",
-        ];
-        let (shown, held) = restate(question, &tokens);
-        assert_eq!(
-            (shown.as_str(), held),
-            ("No, Jonathan is a colleague on the design team [1].", false)
-        );
-        // Saying the sources lack it, in words of its own, is no answer: held to the end.
-        let question = "What's the price of Publish in euros for students?";
-        let tokens = [
-            "The price of Publish",
-            " in euros for students is",
-            " not",
-            " mentioned in",
-            " the given sources.",
-        ];
-        let (shown, held) = restate(question, &tokens);
-        assert_eq!((shown.as_str(), held), ("", true));
-        // Without sources there is nothing to hold for.
-        let mut hold = Restating::new(None);
-        let mut shown = String::new();
-        let _ = hold.pass("Jonathan's email", &mut |t| {
-            shown.push_str(t);
-            ControlFlow::Continue(())
-        });
-        assert_eq!(
-            (shown.as_str(), hold.held_all()),
-            ("Jonathan's email", false)
-        );
     }
 
     #[test]
@@ -387,10 +256,40 @@ mod tests {
     }
 
     #[test]
+    fn a_gate_withholding_facts_shows_them_only_when_released() {
+        let known = KnownFacts::new(["The pump delivers 1,200 litres per hour."]);
+        let mut gate = FactGate::new(&known, true);
+        let mut shown = String::new();
+        let mut show = |text: &str| {
+            shown.push_str(text);
+            ControlFlow::Continue(())
+        };
+        for token in ["The pump", " delivers 1,200", " litres", " an hour [1]."] {
+            let _ = gate.pass(token, &mut show);
+        }
+        assert!(gate.finish(&mut show).is_empty());
+        assert_eq!(gate.withheld(), Some("1,200 litres an hour [1]."));
+        gate.release(&mut show);
+        assert_eq!(shown, "The pump delivers 1,200 litres an hour [1].");
+
+        // An answer stating no fact is never withheld.
+        let mut gate = FactGate::new(&known, true);
+        let mut shown = String::new();
+        let mut show = |text: &str| {
+            shown.push_str(text);
+            ControlFlow::Continue(())
+        };
+        let _ = gate.pass("The pump is quiet [1].", &mut show);
+        assert!(gate.finish(&mut show).is_empty());
+        assert_eq!(gate.withheld(), None);
+        assert_eq!(shown, "The pump is quiet [1].");
+    }
+
+    #[test]
     fn a_version_streamed_after_its_name_is_checked_with_it() {
         let mut known = KnownFacts::new(["Credits\nLicensed under the Apache License 2.0."]);
         known.know_question("When is Obsidian 2.0 coming out?");
-        let mut gate = FactGate::new(&known);
+        let mut gate = FactGate::new(&known, false);
         let mut shown = String::new();
         for token in [
             "Obsidian",

@@ -25,6 +25,8 @@
 //! - [`calls`]: calls checked, approved and run, their results rendered for the model;
 //! - [`answer`]: the answer step, with the hold-back of "the notes do not say", the second
 //!   reading, and the quote that stands in for an answer that says nothing;
+//! - [`figure`]: the check that the line an answer's figure stands in says it of what the
+//!   question asks about;
 //! - [`cite`]: the attribution step, for an answer that names none of its sources.
 //!
 //! The turn ends here ([`finish`]): the answer kept in the conversation, its citations read
@@ -37,6 +39,7 @@ mod answer;
 mod calls;
 mod cite;
 mod decide;
+mod figure;
 mod gate;
 mod own_words;
 mod pointed;
@@ -143,8 +146,9 @@ pub struct CallRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
     /// `restate` (a follow-up written again to stand alone, [`restate`]), `retrieve`,
-    /// `decision`, `answer`, `reread` (a second reading that found no answer,
-    /// [`Agent::reread`]) or `attribute`.
+    /// `decision`, `answer`, `check` (the line an answer's figure stands in read against it,
+    /// [`figure`]), `reread` (a second reading that found no answer, [`Agent::reread`]) or
+    /// `attribute`.
     pub kind: &'static str,
     /// The raw model output.
     pub output: String,
@@ -358,9 +362,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             if conversation.len() > looked_at
                 && let Some((first, _, at)) = held.take()
             {
-                gathered
-                    .steps
-                    .insert(at, step("answer", &first.completion, Vec::new()));
+                gathered.steps.splice(at..at, first.steps());
                 let (answered, shown) =
                     self.answer_held(conversation, asked, &gathered.sources, on_text)?;
                 if !(answered.notes_lack_it && shown.holding()) {
@@ -399,9 +401,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             held => {
                 // The held answer is replaced; its step stays where it ran.
                 if let Some((first, _, at)) = held {
-                    gathered
-                        .steps
-                        .insert(at, step("answer", &first.completion, Vec::new()));
+                    gathered.steps.splice(at..at, first.steps());
                 }
                 self.answer_held(conversation, asked, &gathered.sources, on_text)?
             }
@@ -446,9 +446,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         }
         match self.reread(conversation, asked, &mut gathered.sources)? {
             Reading::Found(found) => {
-                gathered
-                    .steps
-                    .push(step("answer", &answered.completion, Vec::new()));
+                gathered.steps.extend(answered.steps());
                 let _ = on_text(&found.text);
                 Ok(*found)
             }
@@ -532,6 +530,7 @@ fn finish(
         attribution,
         opening_from,
         notes_lack_it,
+        check,
     } = answered;
     let Gathered {
         sources,
@@ -549,6 +548,7 @@ fn finish(
         answer.push_str(&quoted);
     }
     steps.push(step("answer", &completion, Vec::new()));
+    steps.extend(check.iter().map(|c| step("check", c, Vec::new())));
     if let Some(attribution) = &attribution {
         steps.push(step("attribute", attribution, Vec::new()));
     }

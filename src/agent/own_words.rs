@@ -2,9 +2,10 @@
 //! copied from the sources, the sentences saying they lack it, and the rest of a name the
 //! question gives in part; nothing when it lacks the kind of fact the question asks for by
 //! name. An answer that adds nothing is no answer: the turn takes it for the notes not
-//! saying. Pure.
+//! saying, and [`Restating`] holds a streamed answer back while it adds nothing yet. Pure.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
@@ -134,6 +135,72 @@ fn subject_titles(question: &str, sources: &[Source]) -> String {
         }
     }
     titles.join("\n")
+}
+
+/// Holds an answer back while all it says is the question again, citation marks, copied
+/// source headers and a sentence saying the sources lack it aside ([`OwnWords`]): "Jonathan's
+/// email address is [1].", "The price is not mentioned in the given sources." A small model writes that when the sources lack what was asked
+/// (Qwen2.5-1.5B: three of the personal vault's thirteen questions it cannot answer), and it is
+/// then no answer: the turn takes it for the notes not saying. A bare yes or no is held too,
+/// for its next words may be the sources' lack. Released at the answer's third word of its
+/// own ([`crate::support::adds`]'s claim), which in an answer is usually among its first few.
+pub(super) struct Restating<'o, 'a> {
+    /// What the answer must add to the question; `None` (no sources, or released): nothing
+    /// is held.
+    own: Option<&'o OwnWords<'a>>,
+    held: String,
+}
+
+impl<'o, 'a> Restating<'o, 'a> {
+    /// `own`: what the answer must add, read once for the whole answer (its end is judged
+    /// by the same); `None` (no sources): nothing is held.
+    pub(super) fn new(own: Option<&'o OwnWords<'a>>) -> Self {
+        Restating {
+            own,
+            held: String::new(),
+        }
+    }
+
+    /// Passes `text` on to `on_text`, or holds it while the answer so far adds nothing.
+    pub(super) fn pass(
+        &mut self,
+        text: &str,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Some(own) = self.own else {
+            return on_text(text);
+        };
+        self.held.push_str(text);
+        // A word still being written is not judged: "Mark" may become "Markus". (A Chinese,
+        // Japanese or Korean character is whole.)
+        let judged = self
+            .held
+            .trim_end_matches(|c: char| is_spaced_letter(c) || matches!(c, '\'' | '\u{2019}'));
+        // A bare yes or no is held too: "… is not" may go on "mentioned in the sources".
+        if judged.trim().is_empty() || own.adds(judged) != Adds::Something {
+            return ControlFlow::Continue(());
+        }
+        self.own = None;
+        on_text(&std::mem::take(&mut self.held))
+    }
+
+    /// Shows what is held: at the answer's end, when it is not taken for the notes not saying.
+    pub(super) fn release(&mut self, on_text: &mut dyn FnMut(&str) -> ControlFlow<()>) {
+        self.own = None;
+        if !self.held.is_empty() {
+            let _ = on_text(&std::mem::take(&mut self.held));
+        }
+    }
+
+    /// True when the whole answer was held: it never said a word of its own.
+    pub(super) fn held_all(&self) -> bool {
+        self.own.is_some() && !self.held.trim().is_empty()
+    }
+}
+
+/// A letter or digit of a script that spaces its words (those below the CJK blocks).
+fn is_spaced_letter(c: char) -> bool {
+    c.is_alphanumeric() && (c as u32) < 0x2E80
 }
 
 #[cfg(test)]
@@ -284,6 +351,101 @@ mod tests {
                 "Only Evernote notebooks export, as ENEX files from the Notebooks screen [1]."
             ),
             Adds::Something
+        );
+    }
+
+    /// Streams `tokens` through a [`Restating`] hold for `question`; returns what was shown
+    /// and whether all of it was held.
+    fn restate(question: &str, tokens: &[&str]) -> (String, bool) {
+        let asked = format!("Answer from the numbered sources: {question}");
+        let jonathan = [Source {
+            number: 1,
+            uri: "note://People/Jonathan".to_string(),
+            title: "Jonathan".to_string(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: "email: jon@example.org".to_string(),
+            passage: String::new(),
+        }];
+        let own = OwnWords::new(question, &asked, &jonathan);
+        let mut hold = Restating::new(Some(&own));
+        let mut shown = String::new();
+        for token in tokens {
+            let _ = hold.pass(token, &mut |t| {
+                shown.push_str(t);
+                ControlFlow::Continue(())
+            });
+        }
+        (shown, hold.held_all())
+    }
+
+    #[test]
+    fn an_answer_is_held_only_while_it_says_the_question_again() {
+        let question = "What's Jonathan's email address?";
+        let (shown, held) = restate(question, &["Jonathan's", " email address", " is [1]."]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        // Tokens are pieces of words: "Jon" is no word of its own.
+        let (shown, held) = restate(question, &["Jon", "athan", "'s", " em", "ail", " address"]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        let (shown, held) = restate(
+            question,
+            &["Jonathan's", " email address is", " jon@example.org [1]."],
+        );
+        assert_eq!(
+            (shown.as_str(), held),
+            ("Jonathan's email address is jon@example.org [1].", false)
+        );
+        // Somebody else's address is held to its end, however it is cut into tokens.
+        let (shown, held) = restate(
+            question,
+            &[
+                "Jonathan's",
+                " email is",
+                " lena@",
+                "harbor",
+                ".",
+                "c",
+                "om",
+                " [1].",
+            ],
+        );
+        assert_eq!((shown.as_str(), held), ("", true));
+        // A yes or no is held until words of its own follow it: "not" may go on "mentioned".
+        let question = "Is Jonathan a friend?";
+        let (shown, held) = restate(question, &["No", ", Jonathan"]);
+        assert_eq!((shown.as_str(), held), ("", true));
+        let tokens = [
+            "No",
+            ", Jonathan",
+            " is a colleague",
+            " on the design team [1].",
+        ];
+        let (shown, held) = restate(question, &tokens);
+        assert_eq!(
+            (shown.as_str(), held),
+            ("No, Jonathan is a colleague on the design team [1].", false)
+        );
+        // Saying the sources lack it, in words of its own, is no answer: held to the end.
+        let question = "What's the price of Publish in euros for students?";
+        let tokens = [
+            "The price of Publish",
+            " in euros for students is",
+            " not",
+            " mentioned in",
+            " the given sources.",
+        ];
+        let (shown, held) = restate(question, &tokens);
+        assert_eq!((shown.as_str(), held), ("", true));
+        // Without sources there is nothing to hold for.
+        let mut hold = Restating::new(None);
+        let mut shown = String::new();
+        let _ = hold.pass("Jonathan's email", &mut |t| {
+            shown.push_str(t);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(
+            (shown.as_str(), hold.held_all()),
+            ("Jonathan's email", false)
         );
     }
 }

@@ -1507,6 +1507,12 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
     );
     assert_eq!(number, "4");
     assert_eq!(turn.answer, "Elias was born on 1984-06-14 [4].");
+    // The figure check reads his note's line knowing who the question means.
+    let check = &model.prompts[1];
+    assert!(
+        check.contains("birthday: 1984-06-14\n\nAnswer: Elias was born on 1984-06-14.\n(The person it asks about is Elias.)"),
+        "{check}"
+    );
     // The day's note that says who is meant is cited beside theirs.
     assert_eq!(
         cited_uris(&turn),
@@ -1522,4 +1528,75 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
     );
     assert!(call_names(&turn).iter().all(|name| *name != "read_note"));
     assert!(!model.prompts[0].contains("it asks about"));
+}
+
+/// A figure asked for that stands in the notes, but in a line about something else, is no
+/// answer: the model reads the line it stands in beside the answer's sentence, and "no" makes
+/// the answer "the notes do not say". The figure is never shown as the answer, while it
+/// waits for the check or after it.
+#[test]
+fn a_figure_from_a_line_about_something_else_is_no_answer() {
+    let (_dir, vault) = temp_vault(&[
+        (
+            "Home.md",
+            "# Home\n\n## Landlord\nHenk de Vries\n- phone: 06 4410 2287\n",
+        ),
+        (
+            "People/Anna Berg.md",
+            "# Anna Berg\n\n- phone: +31 6 4182 7730\n",
+        ),
+    ]);
+    let rig = rig(&vault);
+    let invented = "The dentist's phone number is 06 4410 2287 [1].";
+    let mut model = ScriptedModel::new(
+        [
+            invented,
+            "no",
+            "The notes do not say.",
+            "The notes do not say.",
+        ],
+        8192,
+    );
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "What's my dentist's phone number?",
+    );
+    let check = &model.prompts[1];
+    assert!(
+        check.contains("Notes, Home › Landlord:\nHenk de Vries\n- phone: 06 4410 2287")
+            && check.contains("Answer: The dentist's phone number is 06 4410 2287."),
+        "{check}"
+    );
+    assert_eq!(
+        model.constraints[1].as_ref().map(|c| c.gbnf.as_str()),
+        Some(recall::grammar::VERDICT_GBNF)
+    );
+    let said = turn.answer.split("\n\n").next().unwrap();
+    assert_eq!(
+        said,
+        "The notes do not say: the 06 4410 2287 they hold is about something else."
+    );
+    assert!(
+        turn.steps
+            .iter()
+            .any(|s| s.kind == "check" && s.output == "no")
+    );
+    assert!(turn.citations.iter().all(|c| !c.cited));
+
+    // Said of the one asked about, the same kind of line is the answer.
+    let answer = "Anna's phone number is +31 6 4182 7730 [1].";
+    let mut model = ScriptedModel::new([answer, "yes"], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "What's Anna's phone number?",
+    );
+    assert!(model.prompts[1].contains("Notes, Anna Berg:\n- phone: +31 6 4182 7730"));
+    assert_eq!(turn.answer, answer);
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer", "check"]
+    );
+    assert_eq!(cited_uris(&turn), ["note://People/Anna Berg"]);
 }

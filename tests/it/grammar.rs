@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use recall::grammar::{ANSWER_GBNF, RESTATED_GBNF, ToolGrammar, ValueDomains, citation_gbnf};
+use recall::grammar::{
+    ANSWER_GBNF, RESTATED_GBNF, ToolGrammar, VERDICT_GBNF, ValueDomains, citation_gbnf,
+};
 use recall::parse::{Reply, parse_reply};
 use recall::tool::ToolSpec;
 use recall::validate::check_call;
@@ -432,6 +434,28 @@ fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model:
             !admits(restated(), text),
             "llama.cpp should reject {text:?}"
         );
+    }
+    let verdict =
+        || LlamaSampler::grammar(model, VERDICT_GBNF, "root").expect("llama.cpp parses it");
+    for text in VERDICTS {
+        assert!(admits(verdict(), text), "llama.cpp should accept {text:?}");
+    }
+    for text in NOT_VERDICTS {
+        assert!(!admits(verdict(), text), "llama.cpp should reject {text:?}");
+    }
+}
+
+/// The figure check's reply: one word.
+const VERDICTS: [&str; 2] = ["yes", "no"];
+const NOT_VERDICTS: [&str; 4] = ["Yes", "yes.", "maybe", "no, it is about the landlord"];
+
+#[test]
+fn the_verdict_grammar_admits_yes_or_no() {
+    for text in VERDICTS {
+        assert!(gbnf_accepts(VERDICT_GBNF, text), "should accept {text:?}");
+    }
+    for text in NOT_VERDICTS {
+        assert!(!gbnf_accepts(VERDICT_GBNF, text), "should reject {text:?}");
     }
 }
 

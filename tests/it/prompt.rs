@@ -434,6 +434,7 @@ fn every_builtin_template_is_registered_and_compiles() {
             "agent/answer.j2",
             "agent/attribute.j2",
             "agent/restate.j2",
+            "agent/check.j2",
             "study/summarize.j2",
             "study/note.j2",
             "study/quiz.j2",

@@ -1,0 +1,417 @@
+//! The second look at a figure: an answer to a question that asks for a figure (a date, an
+//! amount, a count, a phone number) gives one that stands in a source, but the line it
+//! stands in may be about something else. The fact check ([`crate::facts`]) lets such a
+//! figure through; here the model reads the one line it came from, beside the question, and
+//! says whether that line answers it ([`FigureLine`], `prompts/agent/check.j2`).
+//!
+//! Asked what a personal vault cannot answer, Qwen2.5-1.5B took the nearest figure (20
+//! questions of the frozen personal set, five answered so): "How much did the plumber charge
+//! for fixing the kitchen tap?" got "€14,750", a builder's quote for the kitchen; "What's my
+//! dentist's phone number?" the landlord's; "How much was the train to Sintra?" the palace
+//! tickets' €20; "When is Jesse's birthday?" the day of a Valentine's dinner with Jesse.
+//! Words shared by question and line do not tell these from right answers (a line holding
+//! the figure shares a word with the question in all but one of them); reading does.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
+
+use obsidian_kb::search::Tokenizer;
+use regex::Regex;
+
+use super::subject::Wanted;
+use super::{Agent, AgentError};
+use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use crate::facts::{KnownFacts, without_marks};
+use crate::grammar::{ROOT, VERDICT_GBNF};
+use crate::prompt::Message;
+use crate::sources::{Source, cited_numbers};
+use crate::tool::ToolHost;
+
+/// The check's standing instruction: the same for every answer, so the prompt cache keeps it.
+const CHECK_SYSTEM: &str = include_str!("../../prompts/agent/check_system.txt");
+
+/// Tokens the verdict may take: one word.
+const VERDICT_TOKENS: usize = 4;
+
+/// Whether `question` asks for a figure: a date or a time ("When …?", "What's the
+/// deadline …?"), an amount or a count ("How much …?", "How many …?"), a length of time, a
+/// year, a price or a phone number.
+pub(super) fn asks_a_figure(question: &str) -> bool {
+    static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|多少|何日|いつ|いくら|언제|얼마",
+        )
+        .expect("valid regex")
+    });
+    FIGURE.is_match(question)
+        || matches!(
+            Wanted::in_question(question),
+            Some(Wanted::Phone | Wanted::Amount)
+        )
+}
+
+/// The figure an answer gives and the line of a source it stands in: what the check reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FigureLine {
+    /// The figure as the answer writes it, whole: `€14,750`, `+31 6 4182 7730`.
+    pub(super) figure: String,
+    /// The source's label, and the heading above the line within the passage, if any.
+    pub(super) place: String,
+    /// The line before it in its section, if any (empty: none).
+    pub(super) before: String,
+    /// The line, its markup as written.
+    pub(super) line: String,
+    /// The sentence of the answer that gives the figure, citation marks out.
+    pub(super) claim: String,
+}
+
+impl FigureLine {
+    /// The first figure `answer` gives that `question` does not (a date the question names is
+    /// no answer to it), and the line of `sources` it stands in. Of several such lines, the
+    /// one in a source the answer cites, then the one holding the figure itself (not only
+    /// through its note's title, as a daily note's day), then the one sharing most search
+    /// terms with the question. `None` when the answer gives no figure, or none stands in a
+    /// line (it came from the conversation, or several lines together).
+    pub(super) fn find(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+        let answer = without_marks(answer);
+        let asked = KnownFacts::new([question]);
+        let figure = KnownFacts::new([])
+            .unsupported(&answer, true)
+            .into_iter()
+            .filter(|fact| fact.chars().any(|c| c.is_ascii_digit()))
+            .find(|fact| !asked.unsupported(fact, false).is_empty())?;
+        let cited: BTreeSet<usize> = cited_numbers(&answer).into_iter().collect();
+        let mut tokenizer = Tokenizer::default();
+        let terms: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
+        // (cited, holds it itself, terms shared): the best wins, the first of a tie.
+        let mut best: Option<((bool, bool, usize), FigureLine)> = None;
+        for source in sources {
+            let label = source.label();
+            let mut heading = "";
+            // The line before, within the section: what a `paid:: 99$` line is paid for
+            // (`bought:: jacket`).
+            let mut before = "";
+            for line in source.passage.lines() {
+                let trimmed = line.trim();
+                if let Some(title) = trimmed.strip_prefix('#') {
+                    heading = title.trim_start_matches('#').trim();
+                    before = "";
+                    continue;
+                }
+                if trimmed.is_empty() {
+                    continue;
+                }
+                let above = std::mem::replace(&mut before, trimmed);
+                let holds = |texts: &[&str]| {
+                    KnownFacts::new(texts.iter().copied())
+                        .unsupported(&figure, false)
+                        .is_empty()
+                };
+                if !holds(&[&label, heading, trimmed]) {
+                    continue;
+                }
+                let shared = tokenizer
+                    .query_terms(&format!("{heading} {above} {trimmed}"))
+                    .iter()
+                    .filter(|term| terms.contains(*term))
+                    .count();
+                let rank = (cited.contains(&source.number), holds(&[trimmed]), shared);
+                if best.as_ref().is_none_or(|(b, _)| rank > *b) {
+                    let place = match heading {
+                        "" => label.clone(),
+                        _ => format!("{label} › {heading}"),
+                    };
+                    let line = FigureLine {
+                        figure: whole_figure(&answer, &figure),
+                        place,
+                        before: above.to_string(),
+                        line: trimmed.to_string(),
+                        claim: sentence_with(&answer, &figure),
+                    };
+                    best = Some((rank, line));
+                }
+            }
+        }
+        best.map(|(_, line)| line)
+    }
+
+    /// What the check shows of the note: the line, after the line before it.
+    fn shown(&self) -> String {
+        match self.before.as_str() {
+            "" => self.line.clone(),
+            before => format!("{before}\n{}", self.line),
+        }
+    }
+}
+
+/// Where `text` writes `fact` as a whole, not as a part of a longer number ("20" in
+/// "2022").
+fn find_whole(text: &str, fact: &str) -> Option<usize> {
+    text.match_indices(fact).map(|(at, _)| at).find(|&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + fact.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit()) && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// `fact` as `text` writes it, whole: with the currency sign before it and the groups of
+/// digits around it that one space, a hyphen or a `+` joins to it (the fact check reads a
+/// phone number's groups as numbers of their own).
+fn whole_figure(text: &str, fact: &str) -> String {
+    static WHOLE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[+€$£¥]?\s?(?:\d[\d.,:/]*[ -]?)+").expect("valid regex"));
+    // A date with its month's name is whole as the fact check read it.
+    let Some(at) = find_whole(text, fact).filter(|_| !fact.chars().any(char::is_alphabetic)) else {
+        return fact.to_string();
+    };
+    WHOLE
+        .find_iter(text)
+        .find(|run| run.start() <= at && at + fact.len() <= run.end())
+        .map_or(fact.to_string(), |run| {
+            run.as_str()
+                .trim()
+                .trim_end_matches(['-', '.', ','])
+                .to_string()
+        })
+}
+
+/// The sentence of `text` that holds `fact`, trimmed: from the end of the sentence before
+/// (a full stop, question or exclamation mark and a space, or a line break) to the end of its
+/// own. A full stop within a number (`40.00`) ends nothing.
+fn sentence_with(text: &str, fact: &str) -> String {
+    let Some(at) = find_whole(text, fact) else {
+        return text.trim().to_string();
+    };
+    let ends = |c: char| matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | '\n');
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .find(|&(i, c)| c == '\n' || (ends(c) && text[i + c.len_utf8()..].starts_with(' ')))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let after = at + fact.len();
+    let end = text[after..]
+        .char_indices()
+        .find(|&(i, c)| {
+            let next = text[after + i + c.len_utf8()..].chars().next();
+            ends(c) && next.is_none_or(char::is_whitespace)
+        })
+        .map_or(text.len(), |(i, c)| after + i + c.len_utf8());
+    // A citation mark blanked out leaves spaces, before a full stop too.
+    let words: Vec<&str> = text[start..end].split_whitespace().collect();
+    let mut sentence = words.join(" ");
+    for mark in [".", ",", ";", ":", "!", "?"] {
+        sentence = sentence.replace(&format!(" {mark}"), mark);
+    }
+    sentence
+}
+
+impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// Whether the model, shown `line` (with the line before it) beside the answer's claim,
+    /// says the line says it; and the check's generation. `someone`: who the question points
+    /// at, found through a link (`super::pointed`): the line about them names them, not the
+    /// question's words for them ("the accountant I saw on 28 April"). A check that fails to
+    /// run lets the answer stand (the fact check already found its figure in the notes);
+    /// Ctrl-C still stops the turn.
+    pub(super) fn figure_answers(
+        &mut self,
+        line: &FigureLine,
+        someone: Option<&str>,
+    ) -> Result<(bool, Option<Completion>), AgentError> {
+        // The check sees no numbered sources.
+        static SOURCE: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r" \(source \d+\)").expect("valid regex"));
+        let someone = someone.map(|s| SOURCE.replace_all(s, "").into_owned());
+        let instruction = self.template.check_instruction(
+            &line.place,
+            &line.shown(),
+            &line.claim,
+            someone.as_deref(),
+        )?;
+        let messages = [
+            Message::system(CHECK_SYSTEM.trim()),
+            Message::user(instruction),
+        ];
+        let prompt = self.template.answer(&messages)?;
+        tracing::debug!(target: "recall::prompt", "figure check prompt:\n{}", prompt.text);
+        let mut request = self.request(VERDICT_TOKENS);
+        request.stable_prefix = prompt.stable_len;
+        request.constraint = Some(Constraint {
+            gbnf: VERDICT_GBNF.to_string(),
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
+        let generated = self
+            .answerer()
+            .generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(()));
+        let completion = match generated {
+            Ok(completion) => completion,
+            Err(e) => {
+                tracing::debug!("the figure check failed, the answer stands: {e}");
+                return Ok((true, None));
+            }
+        };
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
+        let answers = !completion.text.trim().eq_ignore_ascii_case("no");
+        tracing::debug!(
+            "figure check of {:?} in {:?}: {:?}",
+            line.figure,
+            line.line,
+            completion.text
+        );
+        Ok((answers, Some(completion)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(number: usize, title: &str, passage: &str) -> Source {
+        Source {
+            number,
+            uri: format!("note://{title}"),
+            title: title.to_string(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: passage.to_string(),
+            passage: passage.to_string(),
+        }
+    }
+
+    #[test]
+    fn questions_asking_for_a_figure_are_told_from_others() {
+        for question in [
+            "When is Jesse's birthday?",
+            "How much did the plumber charge for fixing the kitchen tap?",
+            "What's the deadline for the balcony garden?",
+            "What's my dentist's phone number?",
+            "How many pages has the book?",
+            "What year did I move?",
+            "我什么时候去的牙医？",
+        ] {
+            assert!(asks_a_figure(question), "{question}");
+        }
+        for question in [
+            "Who did I spend Easter with?",
+            "What did I eat in Lisbon?",
+            "Did I email Lena?",
+        ] {
+            assert!(!asks_a_figure(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn the_line_a_figure_stands_in_is_found_under_its_heading() {
+        let sources = [
+            source(
+                1,
+                "Kitchen Renovation",
+                "# Kitchen\n## Costs\nQuote from Smit: €14,750 incl. VAT.\nTiles not included.",
+            ),
+            source(
+                2,
+                "Home",
+                "## Landlord\n- phone: 06 4410 2287\n## Notes\n- 21 March 2025 plumber fixed the tap",
+            ),
+        ];
+        let found = FigureLine::find(
+            "How much did the plumber charge?",
+            "The plumber charged €14,750 [1].",
+            &sources,
+        )
+        .expect("a figure in a line");
+        assert_eq!(found.figure, "€14,750");
+        assert_eq!(found.place, "Kitchen Renovation › Costs");
+        assert_eq!(found.shown(), "Quote from Smit: €14,750 incl. VAT.");
+
+        let found = FigureLine::find(
+            "What's my dentist's phone number?",
+            "It is 06 4410 2287.",
+            &sources,
+        )
+        .expect("a phone number in a line");
+        assert_eq!(found.figure, "06 4410 2287");
+        assert_eq!(found.place, "Home › Landlord");
+        assert_eq!(found.shown(), "- phone: 06 4410 2287");
+        assert_eq!(found.claim, "It is 06 4410 2287.");
+
+        // The line before says what a figure of its own is about; a heading starts afresh.
+        let day = source(
+            3,
+            "2022-01-05",
+            "## Money spent\nbought:: cake\npaid:: 7.99$\n\nbought:: jacket\npaid:: 99$",
+        );
+        let found = FigureLine::find(
+            "How much did I pay for the jacket?",
+            "The jacket cost 99 dollars [3].",
+            &[day],
+        )
+        .expect("a figure in a line");
+        assert_eq!(found.place, "2022-01-05 › Money spent");
+        assert_eq!(found.shown(), "bought:: jacket\npaid:: 99$");
+    }
+
+    #[test]
+    fn a_figure_is_read_whole_in_the_sentence_that_gives_it() {
+        let answer = "Anna is my sister. Her number is +31 6 4182 7730. She spent 40.00 here.";
+        assert_eq!(whole_figure(answer, "31"), "+31 6 4182 7730");
+        assert_eq!(
+            sentence_with(answer, "31"),
+            "Her number is +31 6 4182 7730."
+        );
+        assert_eq!(whole_figure(answer, "40.00"), "40.00");
+        assert_eq!(sentence_with(answer, "40.00"), "She spent 40.00 here.");
+        let marked = without_marks("It cost €20 [1] . Or €30 [2].");
+        assert_eq!(sentence_with(&marked, "20"), "It cost €20.");
+        assert_eq!(find_whole("In 2022 I did 20.", "20"), Some(14));
+    }
+
+    #[test]
+    fn a_day_from_a_notes_title_is_checked_on_the_line_that_bears_on_the_question() {
+        let sources = [source(
+            1,
+            "2025-02-14",
+            "Work was long.\nValentine's dinner with Jesse at Héron.\nWalked home.",
+        )];
+        let found = FigureLine::find(
+            "When is Jesse's birthday?",
+            "Jesse's birthday is on February 14, 2025. [1]",
+            &sources,
+        )
+        .expect("the day of the note");
+        assert_eq!(found.figure, "February 14, 2025");
+        assert_eq!(found.claim, "Jesse's birthday is on February 14, 2025.");
+        assert_eq!(
+            found.shown(),
+            "Work was long.\nValentine's dinner with Jesse at Héron."
+        );
+    }
+
+    #[test]
+    fn a_figure_the_question_gives_or_no_line_holds_is_not_checked() {
+        let sources = [source(1, "2022-03-03", "Did 5 situps and 20 pushups.")];
+        // The day is the question's; the count of pushups is the answer's figure.
+        let found = FigureLine::find(
+            "How many pushups did I do on 3 March 2022?",
+            "On 3 March 2022 you did 20 pushups [1].",
+            &sources,
+        )
+        .expect("the count");
+        assert_eq!(found.figure, "20");
+        assert_eq!(
+            FigureLine::find(
+                "How many situps on 3 March 2022?",
+                "On 3 March 2022.",
+                &sources
+            ),
+            None
+        );
+        assert_eq!(
+            FigureLine::find("How many pushups?", "You did 35 pushups [1].", &sources),
+            None
+        );
+    }
+}
