@@ -130,17 +130,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let said = answer_lines(language)
                 .made_up
                 .replace("{}", &made_up.join(", "));
-            let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
-            let _ = on_text(&format!("{gap}{said}"));
-            return Ok(Answered {
-                text: format!("{}{gap}{said}", shown.trim_start()),
-                quote_at: None,
-                completion,
-                attribution: None,
-                opening_from: None,
-                notes_lack_it: true,
-                check: None,
-            });
+            return Ok(withdrawn(&shown, &said, completion, None, on_text));
         }
         // A figure asked for, standing in the notes: shown once the line it stands in is
         // read as the answer ([`super::figure`]).
@@ -154,17 +144,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 let said = answer_lines(language)
                     .not_the_answer
                     .replace("{}", &line.figure);
-                let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
-                let _ = on_text(&format!("{gap}{said}"));
-                return Ok(Answered {
-                    text: format!("{}{gap}{said}", shown.trim_start()),
-                    quote_at: None,
-                    completion,
-                    attribution: None,
-                    opening_from: None,
-                    notes_lack_it: true,
-                    check,
-                });
+                return Ok(withdrawn(&shown, &said, completion, check, on_text));
             }
         }
         gate.release(&mut |checked| restating.pass(checked, &mut show));
@@ -393,6 +373,28 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
         known.know_names_in(&source.uri);
     }
     known
+}
+
+/// An answer withdrawn after `shown` reached the user: `said` (that the notes do not say,
+/// and why) follows what they read, and the turn may look further.
+fn withdrawn(
+    shown: &str,
+    said: &str,
+    completion: Completion,
+    check: Option<Completion>,
+    on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+) -> Answered {
+    let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
+    let _ = on_text(&format!("{gap}{said}"));
+    Answered {
+        text: format!("{}{gap}{said}", shown.trim_start()),
+        quote_at: None,
+        completion,
+        attribution: None,
+        opening_from: None,
+        notes_lack_it: true,
+        check,
+    }
 }
 
 /// What the answer step produced.
