@@ -1,8 +1,9 @@
 //! The second look at a figure: an answer to a question that asks for a figure (a date, an
 //! amount, a count, a phone number) gives one that stands in a source, but the line it
 //! stands in may be about something else. The fact check ([`crate::facts`]) lets such a
-//! figure through; here the model reads the one line it came from, beside the question, and
-//! says whether that line answers it ([`FigureLine`], `prompts/agent/check.j2`).
+//! figure through; here the model reads the line it came from (after the line before it),
+//! beside the answer's sentence that gives it, and says whether the line says that
+//! ([`FigureLine`], `prompts/agent/check_system.txt`, `check.j2`).
 //!
 //! Asked what a personal vault cannot answer, Qwen2.5-1.5B took the nearest figure (20
 //! questions of the frozen personal set, five answered so): "How much did the plumber charge
