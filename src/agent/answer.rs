@@ -169,16 +169,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         if restated {
             // Never shown, and no answer: the notes do not say, and the turn may look further.
             tracing::debug!("the answer only says the question again: {answer:?}");
-            let _ = on_text(lines.notes_lack_it);
-            return Ok(Answered {
-                text: lines.notes_lack_it.to_string(),
-                quote_at: None,
+            return Ok(withdrawn(
+                "",
+                lines.notes_lack_it,
                 completion,
-                attribution: None,
-                opening_from: None,
-                notes_lack_it: true,
                 check,
-            });
+                on_text,
+            ));
         }
         let lead = match adds {
             _ if answer.is_empty() => Some(lines.no_answer),
