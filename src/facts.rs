@@ -14,7 +14,8 @@
 //! word beginning with the same five ("Bookmarks" for "bookmark").
 //!
 //! Single digits are left alone ("3 ways" may count the items of a list that writes no 3)
-//! unless they are amounts (`4GB`, `$5`), which must stand somewhere as written.
+//! unless they are amounts (`4GB`, `$5`), which must stand somewhere as written, or the day
+//! of a date: a date without its year ("1 May") must stand somewhere as a day and month.
 //! Pure.
 
 use std::collections::HashSet;
@@ -55,32 +56,72 @@ static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// A date written with its month's name: `May 11, 2021`, `11 May 2021`.
+/// A date written with its month's name, its year or not: `May 11, 2021`, `11 May 2021`,
+/// `1 May`, `the 3rd of March`.
 static NAMED_DATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?|([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?),?\s+(\d{4})\b",
-    )
+    // Each month whole or short: "deadline 1" is no date to pass over "1 May" for.
+    let months: Vec<String> = MONTH_NAMES
+        .iter()
+        .map(|month| format!("{month}|{}", &month[..3]))
+        .chain(["sept".to_string()])
+        .collect();
+    let month = format!("(?:{})", months.join("|"));
+    Regex::new(&format!(
+        r"(?i)\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({month})\b\.?|({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}})\b)?"
+    ))
     .expect("valid regex")
 });
 
-/// The day, month and year of a [`NAMED_DATE`] match as numbers, sorted (the form of
-/// [`KnownFacts::dates`]); `None` when its month is no month's name.
+/// The day, month and (when written) year of a [`NAMED_DATE`] match as numbers, sorted (the
+/// form of [`KnownFacts::dates`]); `None` without a year when its month is not written with
+/// a capital ("10 may be").
 fn named_date(date: &regex::Captures) -> Option<Vec<String>> {
     let day = date.get(1).or(date.get(4)).map_or("", |m| m.as_str());
     let month = date.get(2).or(date.get(3)).map_or("", |m| m.as_str());
-    let month = month.get(..3).unwrap_or("").to_lowercase();
-    let number = MONTHS.iter().position(|m| *m == month)?;
-    let mut parts = vec![
-        day.trim_start_matches('0').to_string(),
-        (number + 1).to_string(),
-        date[5].to_string(),
-    ];
+    let year = date.get(5).map(|m| m.as_str());
+    if year.is_none() && !month.starts_with(char::is_uppercase) {
+        return None;
+    }
+    let number = month_number(month)?;
+    let mut parts = vec![day.trim_start_matches('0').to_string(), number.to_string()];
+    parts.extend(year.map(str::to_string));
     parts.sort();
     Some(parts)
 }
 
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+/// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
+fn month_number(word: &str) -> Option<usize> {
+    let word = word.to_lowercase();
+    let number = MONTH_NAMES
+        .iter()
+        .position(|month| word == *month || word == month[..3])
+        .or((word == "sept").then_some(8))?;
+    Some(number + 1)
+}
+
+/// The parts of a date without its year (a four-digit part), sorted: what a date written
+/// without one (`1 May`) is checked against.
+fn without_year(parts: &[String]) -> Option<Vec<String>> {
+    let year = parts.iter().position(|p| p.len() == 4)?;
+    let mut rest = parts.to_vec();
+    rest.remove(year);
+    rest.sort();
+    (rest.len() == 2).then_some(rest)
+}
+
+const MONTH_NAMES: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
 /// What the model was given, read for the facts it holds.
@@ -121,15 +162,18 @@ impl KnownFacts {
                     numbers.extend(parts.iter().cloned());
                     if parts.len() > 1 {
                         parts.sort();
+                        dates.extend(without_year(&parts));
                         dates.insert(parts);
                     }
                 }
             }
-            dates.extend(
-                NAMED_DATE
-                    .captures_iter(text)
-                    .filter_map(|date| named_date(&date)),
-            );
+            for parts in NAMED_DATE
+                .captures_iter(text)
+                .filter_map(|date| named_date(&date))
+            {
+                dates.extend(without_year(&parts));
+                dates.insert(parts);
+            }
             squeezed.push_str(&squeeze(text));
             squeezed.push('\n');
             let either = EITHER_MODIFIER.replace_all(text, "$1$3 $2$3");
@@ -178,7 +222,8 @@ impl KnownFacts {
             let found = date.get(0).expect("whole match");
             named.push(found.range());
             if !self.dates.contains(&parts) {
-                unsupported.push(found.as_str().trim().to_string());
+                // A full stop after the month ends the sentence as often as it shortens it.
+                unsupported.push(found.as_str().trim().trim_end_matches('.').to_string());
             }
         }
         let facts = FACT
@@ -336,7 +381,8 @@ pub fn clause_end(text: &str) -> Option<usize> {
 }
 
 /// Where the first fact of `text` begins, if it has one (a whole number, a modifier key
-/// followed by `+`, or a name: `opens_sentence` as for [`KnownFacts::unsupported`]).
+/// followed by `+`, a date led by its month's name, or a name: `opens_sentence` as for
+/// [`KnownFacts::unsupported`]).
 pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
     let text_marks = citation_marks(text);
     let fact = FACT
@@ -353,7 +399,12 @@ pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
             },
         );
     let name = names(text, opens_sentence).first().map(|name| name.start);
-    fact.into_iter().chain(name).min()
+    // A date led by its month ("May 1") is checked whole, from the month's name.
+    let date = NAMED_DATE
+        .captures_iter(text)
+        .find(|date| named_date(date).is_some())
+        .map(|date| date.get(0).expect("whole match").start());
+    fact.into_iter().chain(name).chain(date).min()
 }
 
 /// Where the capitalised word that `before` ends in starts, followed by one space: the name a
@@ -651,6 +702,42 @@ mod tests {
             given.unsupported("It keeps 10,000 versions.", true),
             ["10,000"]
         );
+    }
+
+    #[test]
+    fn a_date_without_its_year_is_a_fact() {
+        let given = known(&[
+            "2025-04-28 Tax appointment\n- he's filing tomorrow (deadline 1 May)",
+            "Lisbon trip: flights on June 12th, 2025.",
+        ]);
+        for answer in [
+            "The deadline is 1 May [1].",
+            "By May 1st.",
+            "On 28 April.",
+            "They fly on 12 June.",
+            "The 12th of June [2].",
+        ] {
+            assert_eq!(
+                given.unsupported(answer, true),
+                Vec::<String>::new(),
+                "{answer}"
+            );
+        }
+        assert_eq!(
+            given.unsupported("The deadline is 3 May [1].", true),
+            ["3 May"]
+        );
+        assert_eq!(given.unsupported("It is due May 2.", true), ["May 2"]);
+        assert_eq!(given.unsupported("It is due on 2 May.", true), ["2 May"]);
+        // Other words than months, and "may" the verb, are no dates.
+        let given = known(&["Nothing here."]);
+        assert!(
+            given
+                .unsupported("Within 2 decisions, 5 may be enough; see 3 marches.", true)
+                .is_empty()
+        );
+        // A stream holds a date led by its month from the month's name.
+        assert_eq!(first_fact("The deadline is May 1.", true), Some(16));
     }
 
     #[test]
