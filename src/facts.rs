@@ -15,7 +15,8 @@
 //!
 //! Single digits are left alone ("3 ways" may count the items of a list that writes no 3)
 //! unless they are amounts (`4GB`, `$5`), which must stand somewhere as written, or the day
-//! of a date: a date without its year ("1 May") must stand somewhere as a day and month.
+//! of a date: a date without its year ("1 May", "5月1日") must stand somewhere as a day and
+//! month.
 //! Pure.
 
 use std::collections::HashSet;
@@ -87,6 +88,32 @@ fn named_date(date: &regex::Captures) -> Option<Vec<String>> {
     parts.extend(year.map(str::to_string));
     parts.sort();
     Some(parts)
+}
+
+/// A date written in Chinese, Japanese or Korean, its year or not: `2025年10月18日`, `5月1号`,
+/// `5월 1일`.
+static CJK_DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:(\d{4})\s*[年년]\s*)?(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日号號일]")
+        .expect("valid regex")
+});
+
+/// Each date `text` writes with its month's name or in CJK characters, where it stands and
+/// its parts as [`named_date`] gives them.
+fn dates_in(text: &str) -> Vec<(Range<usize>, Vec<String>)> {
+    let mut dates: Vec<(Range<usize>, Vec<String>)> = NAMED_DATE
+        .captures_iter(text)
+        .filter_map(|date| Some((date.get(0)?.range(), named_date(&date)?)))
+        .collect();
+    for date in CJK_DATE.captures_iter(text) {
+        let mut parts: Vec<String> = [date.get(1), date.get(2), date.get(3)]
+            .into_iter()
+            .flatten()
+            .map(|part| part.as_str().trim_start_matches('0').to_string())
+            .collect();
+        parts.sort();
+        dates.push((date.get(0).expect("whole match").range(), parts));
+    }
+    dates
 }
 
 /// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
@@ -167,10 +194,7 @@ impl KnownFacts {
                     }
                 }
             }
-            for parts in NAMED_DATE
-                .captures_iter(text)
-                .filter_map(|date| named_date(&date))
-            {
+            for (_, parts) in dates_in(text) {
                 dates.extend(without_year(&parts));
                 dates.insert(parts);
             }
@@ -212,19 +236,16 @@ impl KnownFacts {
     /// one begun before it, so its first word may be a name).
     pub fn unsupported(&self, text: &str, opens_sentence: bool) -> Vec<String> {
         let text = without_marks(text);
-        // A date with its month's name is one fact: its year alone stands in many notes.
+        // A date with its month's name, or in CJK characters, is one fact: its year alone
+        // stands in many notes, and its day, alone, is a digit or any number.
         let mut named = Vec::new();
         let mut unsupported = Vec::new();
-        for date in NAMED_DATE.captures_iter(&text) {
-            let Some(parts) = named_date(&date) else {
-                continue;
-            };
-            let found = date.get(0).expect("whole match");
-            named.push(found.range());
+        for (found, parts) in dates_in(&text) {
             if !self.dates.contains(&parts) {
                 // A full stop after the month ends the sentence as often as it shortens it.
-                unsupported.push(found.as_str().trim().trim_end_matches('.').to_string());
+                unsupported.push(text[found.clone()].trim().trim_end_matches('.').to_string());
             }
+            named.push(found);
         }
         let facts = FACT
             .find_iter(&text)
@@ -400,10 +421,10 @@ pub fn first_fact(text: &str, opens_sentence: bool) -> Option<usize> {
         );
     let name = names(text, opens_sentence).first().map(|name| name.start);
     // A date led by its month ("May 1") is checked whole, from the month's name.
-    let date = NAMED_DATE
-        .captures_iter(text)
-        .find(|date| named_date(date).is_some())
-        .map(|date| date.get(0).expect("whole match").start());
+    let date = dates_in(text)
+        .into_iter()
+        .map(|(found, _)| found.start)
+        .min();
     fact.into_iter().chain(name).chain(date).min()
 }
 
@@ -738,6 +759,17 @@ mod tests {
         );
         // A stream holds a date led by its month from the month's name.
         assert_eq!(first_fact("The deadline is May 1.", true), Some(16));
+        // Dates in Chinese, Japanese and Korean are dates too, with their year or not.
+        let given = known(&["婚礼 2025-10-18，搬家 3月5日"]);
+        for answer in ["婚礼是10月18日。", "2025年10月18号", "3월 5일", "3月5日"] {
+            assert_eq!(
+                given.unsupported(answer, true),
+                Vec::<String>::new(),
+                "{answer}"
+            );
+        }
+        assert_eq!(given.unsupported("婚礼是10月5日。", true), ["10月5日"]);
+        assert_eq!(given.unsupported("2024年3月5日", true), ["2024年3月5日"]);
     }
 
     #[test]

@@ -41,7 +41,7 @@ const VERDICT_TOKENS: usize = 4;
 pub(super) fn asks_a_figure(question: &str) -> bool {
     static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|多少|何日|いつ|いくら|언제|얼마",
+            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|哪一?天|哪年|几[号点岁次个]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
         )
         .expect("valid regex")
     });
@@ -292,6 +292,10 @@ mod tests {
             "How many pages has the book?",
             "What year did I move?",
             "我什么时候去的牙医？",
+            "婚礼是哪天",
+            "约的几点",
+            "誕生日は何日？",
+            "생일이 며칠이야?",
         ] {
             assert!(asks_a_figure(question), "{question}");
         }
@@ -299,6 +303,7 @@ mod tests {
             "Who did I spend Easter with?",
             "What did I eat in Lisbon?",
             "Did I email Lena?",
+            "我几乎每天都游泳吗",
         ] {
             assert!(!asks_a_figure(question), "{question}");
         }
