@@ -15,11 +15,11 @@ use regex::Regex;
 
 use super::{Agent, AgentError, Gathered};
 use crate::engine::ChatModel;
-use crate::markup;
 use crate::prompt::Message;
 use crate::sources::Source;
 use crate::tool::{ToolCall, ToolHost, ToolSpec};
-use crate::vault::VaultTools;
+use crate::vault::{self, VaultClient, VaultTools};
+use crate::{facts, markup};
 
 /// Notes the opening follows links to, for a question pointing at someone it does not name
 /// ([`someone_pointed_at`]), and how much of each it reads: a person's note opens with what a
@@ -29,6 +29,11 @@ use crate::vault::VaultTools;
 /// shares no word with the question.
 const LINKED_NOTES: usize = 2;
 const LINKED_CHARS: usize = 300;
+
+/// Hits of the search for a name written without a link, among which its note is looked for,
+/// and how many such names a question may search for (a search takes milliseconds).
+const NAME_HITS: usize = 5;
+const NAME_SEARCHES: usize = 4;
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// After the opening search of a question pointing at someone ([`someone_pointed_at`]):
@@ -46,7 +51,24 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let Some(pointed) = someone_pointed_at(query) else {
             return Ok(());
         };
-        let linked = linked_notes(query, &pointed, gathered.sources.list());
+        // A name written without a link ("I met Sophie at the trainstation") is the note a
+        // search for it finds whose title is it or begins with it, when one alone does
+        // (`Sophie B`).
+        let client = VaultClient::new(self.runtime, self.host);
+        let mut searches = NAME_SEARCHES;
+        let mut note_named = |name: &str| {
+            searches = searches.checked_sub(1)?;
+            let search = api::SearchParams {
+                query: name.to_string(),
+                limit: Some(NAME_HITS),
+                ..api::SearchParams::default()
+            };
+            let found: api::SearchOutput =
+                client.as_ref()?.call(api::SEARCH_NOTES, &search).ok()?;
+            let hits = found.hits.iter();
+            only_note_named(name, hits.map(|hit| (hit.uri.as_str(), hit.title.as_str())))
+        };
+        let linked = linked_notes(query, &pointed, gathered.sources.list(), &mut note_named);
         let reads: Vec<ToolCall> = linked
             .iter()
             .filter_map(|note| {
@@ -111,10 +133,17 @@ fn someone_pointed_at(question: &str) -> Option<String> {
 /// The notes linked from the first line of `sources` that the model reads, shares a search
 /// term with `query` other than the word pointing at someone (`pointed`: "person" is a
 /// property's name too, `person:: [[Alice]]`) and links notes: the line the question
-/// describes ("I talked to [[Elias]] on the train station"). At most [`LINKED_NOTES`], by
-/// link target as written (`read_note` resolves a name as Obsidian does). Embeds and links
-/// to files other than notes are no person or project.
-fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<LinkedNote> {
+/// describes ("I talked to [[Elias]] on the train station"). A name the line writes without a
+/// link, and the question does not give, links the note `note_named` finds for it ("I met
+/// Sophie at the trainstation"). At most [`LINKED_NOTES`], links first, by link target as
+/// written (`read_note` resolves a name as Obsidian does). Embeds and links to files other
+/// than notes are no person or project.
+fn linked_notes(
+    query: &str,
+    pointed: &str,
+    sources: &[Source],
+    note_named: &mut dyn FnMut(&str) -> Option<LinkedNote>,
+) -> Vec<LinkedNote> {
     let mut tokenizer = Tokenizer::default();
     let mut asked: HashSet<String> = tokenizer.query_terms(query).into_iter().collect();
     for term in tokenizer.query_terms(pointed) {
@@ -133,18 +162,47 @@ fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<LinkedNot
             if !bears {
                 continue;
             }
-            let mut links = Vec::new();
-            links::scan_wikilinks(line, LinkKind::Wiki, &mut links, &mut Vec::new());
+            let (mut links, mut spans) = (Vec::new(), Vec::new());
+            links::scan_wikilinks(line, LinkKind::Wiki, &mut links, &mut spans);
             let mut notes: Vec<LinkedNote> = Vec::new();
+            let mut add = |note: LinkedNote| {
+                if !notes
+                    .iter()
+                    .any(|n| n.target.eq_ignore_ascii_case(&note.target))
+                {
+                    notes.push(note);
+                }
+            };
             for link in links {
                 let target = link.path.strip_suffix(".md").unwrap_or(&link.path);
                 let title = target.rsplit('/').next().unwrap_or(target);
-                let note = !link.embed && !title.is_empty() && !title.contains('.');
-                if note && !notes.iter().any(|n| n.target.eq_ignore_ascii_case(target)) {
-                    notes.push(LinkedNote {
+                if !link.embed && !title.is_empty() && !title.contains('.') {
+                    add(LinkedNote {
                         target: target.to_string(),
                         title: title.to_string(),
                         from: source.number,
+                    });
+                }
+            }
+            let mut unlinked = line.to_string();
+            for span in spans.iter().rev() {
+                unlinked.replace_range(span.clone(), " ");
+            }
+            let unlinked = markup::plain(&unlinked);
+            // A line's first word may be a name too ("Sophie was shopping").
+            let names = facts::names(&unlinked, false)
+                .into_iter()
+                .map(|name| &unlinked[name])
+                .filter(|name| {
+                    !query
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|word| word.eq_ignore_ascii_case(name))
+                });
+            for name in names.take(LINKED_NOTES) {
+                if let Some(note) = note_named(name) {
+                    add(LinkedNote {
+                        from: source.number,
+                        ..note
                     });
                 }
             }
@@ -155,6 +213,36 @@ fn linked_notes(query: &str, pointed: &str, sources: &[Source]) -> Vec<LinkedNot
         }
     }
     Vec::new()
+}
+
+/// The one note among `hits` (URI and title) whose title is `name` or begins with it as a
+/// word ("Sophie B" for "Sophie"); `None` when none is, or several are (two Daves).
+fn only_note_named<'h>(
+    name: &str,
+    hits: impl IntoIterator<Item = (&'h str, &'h str)>,
+) -> Option<LinkedNote> {
+    let name = name.to_lowercase();
+    let mut found: Option<LinkedNote> = None;
+    for (uri, hit_title) in hits {
+        let title = hit_title.to_lowercase();
+        let named = title == name
+            || title
+                .strip_prefix(&name)
+                .is_some_and(|rest| rest.starts_with(' '));
+        let target = vault::note_path(uri);
+        if !named || found.as_ref().is_some_and(|f| f.target == target) {
+            continue;
+        }
+        if found.is_some() {
+            return None;
+        }
+        found = Some(LinkedNote {
+            target: target.to_string(),
+            title: hit_title.to_string(),
+            from: 0,
+        });
+    }
+    found
 }
 
 #[cfg(test)]
@@ -185,7 +273,7 @@ mod tests {
         // The first line bearing on the question that links notes: not the line before,
         // which shares no word with it, nor the line after; no embed, no file.
         let targets = |sources: &[Source]| -> Vec<String> {
-            linked_notes(query, "person", sources)
+            linked_notes(query, "person", sources, &mut |_| None)
                 .into_iter()
                 .map(|note| note.target)
                 .collect()
@@ -200,7 +288,7 @@ mod tests {
             "Talked to [[People/Sofie Jansen]] at the station",
         );
         assert_eq!(
-            linked_notes(query, "person", &[folder]),
+            linked_notes(query, "person", &[folder], &mut |_| None),
             [LinkedNote {
                 target: "People/Sofie Jansen".into(),
                 title: "Sofie Jansen".into(),
@@ -209,11 +297,56 @@ mod tests {
         );
         // The word pointing at someone describes nothing.
         let other = source("2022-01-10", "Lunch with (person:: [[Alice]])");
-        assert!(linked_notes(query, "person", &[other]).is_empty());
+        assert!(linked_notes(query, "person", &[other], &mut |_| None).is_empty());
         // A line the model was not shown leads nowhere.
         let mut cut = day;
         cut.text = "- Something I want to do soon Plans".into();
-        assert!(linked_notes(query, "person", &[cut]).is_empty());
+        assert!(linked_notes(query, "person", &[cut], &mut |_| None).is_empty());
+    }
+
+    #[test]
+    fn a_name_written_without_a_link_is_the_note_named_so() {
+        let hits = [
+            ("note://People/Sophie B", "Sophie B"),
+            ("note://People/Sophie B", "Sophie B"),
+            ("note://Journal/2022-01-10", "2022-01-10"),
+            ("note://Sophienholm", "Sophienholm"),
+        ];
+        let sophie = only_note_named("Sophie", hits);
+        assert_eq!(
+            sophie.map(|note| note.target).as_deref(),
+            Some("People/Sophie B")
+        );
+        // Two notes so named are no one note; a title merely beginning so is none.
+        let daves = [
+            ("note://People/Dave Hill", "Dave Hill"),
+            ("note://Dave Price", "Dave Price"),
+        ];
+        assert_eq!(only_note_named("Dave", daves), None);
+        assert_eq!(only_note_named("Soph", hits), None);
+
+        let day = source(
+            "2022-01-10",
+            "- Went to the lecture\nmet:: I met Sophie at the trainstation with Easter eggs",
+        );
+        let query = "What's the email of the person I met at the train station on Easter?";
+        let mut searched = Vec::new();
+        let mut note_named = |name: &str| {
+            searched.push(name.to_string());
+            only_note_named(name, hits)
+        };
+        let linked = linked_notes(query, "person", std::slice::from_ref(&day), &mut note_named);
+        assert_eq!(
+            linked,
+            [LinkedNote {
+                target: "People/Sophie B".into(),
+                title: "Sophie B".into(),
+                from: 0,
+            }]
+        );
+        // The name the question gives is no one it points at; the line sharing no word with
+        // it is not read for names.
+        assert_eq!(searched, ["Sophie"]);
     }
 
     #[test]
