@@ -5,7 +5,8 @@
 //! prompt tokens a question; read only for such questions, the frozen personal set's link
 //! questions came out right 4 → 7 of 8 (docs/benches.md).
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use obsidian_kb::api;
@@ -51,24 +52,45 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let Some(pointed) = someone_pointed_at(query) else {
             return Ok(());
         };
-        // A name written without a link ("I met Sophie at the trainstation") is the note a
-        // search for it finds whose title is it or begins with it, when one alone does
-        // (`Sophie B`).
         let client = VaultClient::new(self.runtime, self.host);
+        let mut outgoing: HashMap<String, Vec<api::OutgoingLink>> = HashMap::new();
         let mut searches = NAME_SEARCHES;
-        let mut note_named = |name: &str| {
-            searches = searches.checked_sub(1)?;
-            let search = api::SearchParams {
-                query: name.to_string(),
-                limit: Some(NAME_HITS),
-                ..api::SearchParams::default()
-            };
-            let found: api::SearchOutput =
-                client.as_ref()?.call(api::SEARCH_NOTES, &search).ok()?;
-            let hits = found.hits.iter();
-            only_note_named(name, hits.map(|hit| (hit.uri.as_str(), hit.title.as_str())))
+        let mut find = |mention: Mention| {
+            let client = client.as_ref()?;
+            match mention {
+                // A link leads where the vault server resolves it; an unresolved one nowhere.
+                // (A server that cannot tell leaves it as written.)
+                Mention::Link { from, target } => {
+                    let links = match outgoing.entry(from.to_string()) {
+                        Entry::Occupied(known) => known.into_mut(),
+                        Entry::Vacant(new) => {
+                            let params = api::LinksParams {
+                                uri: from.to_string(),
+                            };
+                            let out: Result<api::LinksOutput, _> =
+                                client.call(api::GET_LINKS, &params);
+                            new.insert(out.map(|out| out.outgoing).unwrap_or_default())
+                        }
+                    };
+                    resolved_link(target, links)
+                }
+                // A name written without a link ("I met Sophie at the trainstation") is the
+                // note a search for it finds whose title is it or begins with it, when one
+                // alone does (`Sophie B`).
+                Mention::Name(name) => {
+                    searches = searches.checked_sub(1)?;
+                    let search = api::SearchParams {
+                        query: name.to_string(),
+                        limit: Some(NAME_HITS),
+                        ..api::SearchParams::default()
+                    };
+                    let found: api::SearchOutput = client.call(api::SEARCH_NOTES, &search).ok()?;
+                    let hits = found.hits.iter();
+                    only_note_named(name, hits.map(|hit| (hit.uri.as_str(), hit.title.as_str())))
+                }
+            }
         };
-        let linked = linked_notes(query, &pointed, gathered.sources.list(), &mut note_named);
+        let linked = linked_notes(query, &pointed, gathered.sources.list(), &mut find);
         let reads: Vec<ToolCall> = linked
             .iter()
             .filter_map(|note| {
@@ -130,25 +152,35 @@ fn someone_pointed_at(question: &str) -> Option<String> {
     Some(who.as_str().to_lowercase())
 }
 
+/// What a line may lead to a note by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mention<'a> {
+    /// A `[[link]]`: its target as written (less `.md`), in the note of URI `from`.
+    Link { from: &'a str, target: &'a str },
+    /// A name written without a link.
+    Name(&'a str),
+}
+
 /// The notes linked from the first line of `sources` that the model reads, shares a search
 /// term with `query` other than the word pointing at someone (`pointed`: "person" is a
-/// property's name too, `person:: [[Alice]]`) and links notes: the line the question
-/// describes ("I talked to [[Elias]] on the train station"). A name the line writes without a
-/// link, and the question does not give, links the note `note_named` finds for it ("I met
-/// Sophie at the trainstation"). At most [`LINKED_NOTES`], links first, by link target as
-/// written (`read_note` resolves a name as Obsidian does). Embeds and links to files other
-/// than notes are no person or project.
+/// property's name too, `person:: [[Alice]]`) and its numbers (the day was searched for),
+/// and leads to notes: the line the question describes ("I talked to [[Elias]] on the train
+/// station"). `find` tells the note a mention leads to, if any: a link the vault resolves,
+/// or a name the line writes without a link and the question does not give ("I met Sophie
+/// at the trainstation"). At most [`LINKED_NOTES`], links first. Embeds and links to files
+/// other than notes are no person or project.
 fn linked_notes(
     query: &str,
     pointed: &str,
     sources: &[Source],
-    note_named: &mut dyn FnMut(&str) -> Option<LinkedNote>,
+    find: &mut dyn FnMut(Mention) -> Option<LinkedNote>,
 ) -> Vec<LinkedNote> {
     let mut tokenizer = Tokenizer::default();
     let mut asked: HashSet<String> = tokenizer.query_terms(query).into_iter().collect();
     for term in tokenizer.query_terms(pointed) {
         asked.remove(&term);
     }
+    asked.retain(|term| !term.chars().all(|c| c.is_ascii_digit()));
     for source in sources {
         for line in source.passage.lines() {
             let shown = markup::plain(line);
@@ -165,23 +197,26 @@ fn linked_notes(
             let (mut links, mut spans) = (Vec::new(), Vec::new());
             links::scan_wikilinks(line, LinkKind::Wiki, &mut links, &mut spans);
             let mut notes: Vec<LinkedNote> = Vec::new();
-            let mut add = |note: LinkedNote| {
+            let mut add = |note: Option<LinkedNote>| {
+                let Some(note) = note else { return };
                 if !notes
                     .iter()
                     .any(|n| n.target.eq_ignore_ascii_case(&note.target))
                 {
-                    notes.push(note);
+                    notes.push(LinkedNote {
+                        from: source.number,
+                        ..note
+                    });
                 }
             };
-            for link in links {
+            for link in &links {
                 let target = link.path.strip_suffix(".md").unwrap_or(&link.path);
                 let title = target.rsplit('/').next().unwrap_or(target);
                 if !link.embed && !title.is_empty() && !title.contains('.') {
-                    add(LinkedNote {
-                        target: target.to_string(),
-                        title: title.to_string(),
-                        from: source.number,
-                    });
+                    add(find(Mention::Link {
+                        from: &source.uri,
+                        target,
+                    }));
                 }
             }
             let mut unlinked = line.to_string();
@@ -199,12 +234,7 @@ fn linked_notes(
                         .any(|word| word.eq_ignore_ascii_case(name))
                 });
             for name in names.take(LINKED_NOTES) {
-                if let Some(note) = note_named(name) {
-                    add(LinkedNote {
-                        from: source.number,
-                        ..note
-                    });
-                }
+                add(find(Mention::Name(name)));
             }
             if !notes.is_empty() {
                 notes.truncate(LINKED_NOTES);
@@ -213,6 +243,25 @@ fn linked_notes(
         }
     }
     Vec::new()
+}
+
+/// The note the link to `target` (as written, less `.md`) leads to among a note's `outgoing`
+/// links: `None` when it is unresolved or no note; as written when the list lacks it.
+fn resolved_link(target: &str, outgoing: &[api::OutgoingLink]) -> Option<LinkedNote> {
+    let as_written = |link: &api::OutgoingLink| {
+        let written = link.target.split('#').next().unwrap_or("");
+        let written = written.strip_suffix(".md").unwrap_or(written);
+        written.eq_ignore_ascii_case(target)
+    };
+    let path = match outgoing.iter().find(|link| as_written(link)) {
+        Some(link) => vault::note_path(link.uri.as_deref()?),
+        None => target,
+    };
+    Some(LinkedNote {
+        target: path.to_string(),
+        title: path.rsplit('/').next().unwrap_or(path).to_string(),
+        from: 0,
+    })
 }
 
 /// The one note among `hits` (URI and title) whose title is `name` or begins with it as a
@@ -249,6 +298,14 @@ fn only_note_named<'h>(
 mod tests {
     use super::*;
 
+    /// Every link leads where it is written; no name leads anywhere.
+    fn as_written(mention: Mention) -> Option<LinkedNote> {
+        match mention {
+            Mention::Link { target, .. } => resolved_link(target, &[]),
+            Mention::Name(_) => None,
+        }
+    }
+
     fn source(title: &str, passage: &str) -> Source {
         Source {
             number: 0,
@@ -273,7 +330,7 @@ mod tests {
         // The first line bearing on the question that links notes: not the line before,
         // which shares no word with it, nor the line after; no embed, no file.
         let targets = |sources: &[Source]| -> Vec<String> {
-            linked_notes(query, "person", sources, &mut |_| None)
+            linked_notes(query, "person", sources, &mut as_written)
                 .into_iter()
                 .map(|note| note.target)
                 .collect()
@@ -288,7 +345,7 @@ mod tests {
             "Talked to [[People/Sofie Jansen]] at the station",
         );
         assert_eq!(
-            linked_notes(query, "person", &[folder], &mut |_| None),
+            linked_notes(query, "person", &[folder], &mut as_written),
             [LinkedNote {
                 target: "People/Sofie Jansen".into(),
                 title: "Sofie Jansen".into(),
@@ -297,11 +354,42 @@ mod tests {
         );
         // The word pointing at someone describes nothing.
         let other = source("2022-01-10", "Lunch with (person:: [[Alice]])");
-        assert!(linked_notes(query, "person", &[other], &mut |_| None).is_empty());
+        assert!(linked_notes(query, "person", &[other], &mut as_written).is_empty());
         // A line the model was not shown leads nowhere.
-        let mut cut = day;
+        let mut cut = day.clone();
         cut.text = "- Something I want to do soon Plans".into();
-        assert!(linked_notes(query, "person", &[cut], &mut |_| None).is_empty());
+        assert!(linked_notes(query, "person", &[cut], &mut as_written).is_empty());
+        // Nor does a link the vault cannot resolve: the next line bearing on the question
+        // is read (a year the question names bears on nothing: the day was searched for).
+        let outgoing = |target: &str, uri: Option<&str>| api::OutgoingLink {
+            target: target.to_string(),
+            uri: uri.map(str::to_string),
+        };
+        let known = [
+            outgoing("Alice", Some("note://People/Alice")),
+            outgoing("Elias", None),
+            outgoing("Noor", Some("note://People/Noor Haddad")),
+        ];
+        let mut resolve = |mention: Mention| match mention {
+            Mention::Link { from, target } => {
+                assert_eq!(from, "note://2022-08-11.md");
+                resolved_link(target, &known)
+            }
+            Mention::Name(_) => None,
+        };
+        let mut day = day;
+        day.passage
+            .insert_str(0, "2022-01-05: lunch with (person:: [[Alice]])\n");
+        day.text = markup::plain(&day.passage);
+        let query = "When's the birthday of the person I talked to at the train station in 2022?";
+        assert_eq!(
+            linked_notes(query, "person", &[day], &mut resolve),
+            [LinkedNote {
+                target: "People/Noor Haddad".into(),
+                title: "Noor Haddad".into(),
+                from: 0,
+            }]
+        );
     }
 
     #[test]
@@ -331,9 +419,12 @@ mod tests {
         );
         let query = "What's the email of the person I met at the train station on Easter?";
         let mut searched = Vec::new();
-        let mut note_named = |name: &str| {
-            searched.push(name.to_string());
-            only_note_named(name, hits)
+        let mut note_named = |mention: Mention| match mention {
+            Mention::Name(name) => {
+                searched.push(name.to_string());
+                only_note_named(name, hits)
+            }
+            Mention::Link { .. } => None,
         };
         let linked = linked_notes(query, "person", std::slice::from_ref(&day), &mut note_named);
         assert_eq!(
