@@ -20,9 +20,9 @@ use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::subject::Subject;
 use super::{Agent, AgentError, StepRecord, step};
-use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
 use crate::facts::KnownFacts;
-use crate::grammar::{ANSWER_GBNF, ROOT};
+use crate::grammar::ANSWER_GBNF;
 use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
@@ -294,15 +294,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages: &[Message],
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, AgentError> {
-        let prompt = self.template.answer(messages)?;
-        tracing::debug!(target: "recall::prompt", "answer prompt:\n{}", prompt.text);
-        let mut request = self.request(self.options.answer_tokens);
-        request.stable_prefix = prompt.stable_len;
-        request.constraint = Some(Constraint {
-            gbnf: ANSWER_GBNF.to_string(),
-            root: ROOT.to_string(),
-            lazy_patterns: Vec::new(),
-        });
+        let (prompt, request) = self.constrained(
+            "answer",
+            messages,
+            self.options.answer_tokens,
+            ANSWER_GBNF.to_string(),
+        )?;
         let answerer = self.answerer();
         let mut streamed = String::new();
         let completion = answerer.generate(&prompt.text, &request, &mut |text| {

@@ -8,9 +8,10 @@
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
+use super::side_step::{Context, SideStep};
 use super::{Agent, AgentError};
-use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
-use crate::grammar::{ROOT, citation_gbnf};
+use crate::engine::{ChatModel, Completion};
+use crate::grammar::citation_gbnf;
 use crate::prompt::Message;
 use crate::sources::{cited_numbers, unvouched_opening};
 use crate::support;
@@ -94,28 +95,16 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     ) -> Result<Option<Completion>, AgentError> {
         messages.push(Message::assistant(answer));
         messages.push(Message::user(self.template.attribution_instruction(given)?));
-        let prompt = self.template.answer(&messages)?;
-        tracing::debug!(target: "recall::prompt", "attribution prompt:\n{}", prompt.text);
-        let mut request = self.request(ATTRIBUTION_TOKENS);
-        request.stable_prefix = prompt.stable_len;
-        request.constraint = Some(Constraint {
+        // Failing, the answer stays uncited.
+        let step = SideStep {
+            what: "attribution",
+            context: Context::Answer,
+            max_tokens: ATTRIBUTION_TOKENS,
             gbnf: citation_gbnf(given),
-            root: ROOT.to_string(),
-            lazy_patterns: Vec::new(),
-        });
-        let model = self.answerer();
-        let completion =
-            match model.generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(())) {
-                Ok(completion) => completion,
-                Err(e) => {
-                    tracing::debug!("attribution step failed, the answer stays uncited: {e}");
-                    return Ok(None);
-                }
-            };
-        tracing::debug!(target: "recall::model", "attribution output: {:?}", completion.text);
-        if completion.stop == StopReason::Cancelled {
-            return Err(Cancelled.into());
-        }
+        };
+        let Some(completion) = self.side_step(step, &messages)? else {
+            return Ok(None);
+        };
         let named = cited_numbers(&completion.text);
         Ok(
             (!named.is_empty() && named.iter().all(|n| (1..=given).contains(n)))

@@ -14,17 +14,17 @@
 //! the figure shares a word with the question in all but one of them); reading does.
 
 use std::collections::BTreeSet;
-use std::ops::ControlFlow;
 use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
+use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
 use super::{Agent, AgentError};
-use crate::engine::{Cancelled, ChatModel, Completion, Constraint, StopReason};
+use crate::engine::{ChatModel, Completion};
 use crate::facts::{KnownFacts, without_marks};
-use crate::grammar::{ROOT, VERDICT_GBNF};
+use crate::grammar::VERDICT_GBNF;
 use crate::prompt::Message;
 use crate::sources::{Source, cited_numbers};
 use crate::tool::ToolHost;
@@ -233,28 +233,16 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Message::system(CHECK_SYSTEM.trim()),
             Message::user(instruction),
         ];
-        let prompt = self.template.answer(&messages)?;
-        tracing::debug!(target: "recall::prompt", "figure check prompt:\n{}", prompt.text);
-        let mut request = self.request(VERDICT_TOKENS);
-        request.stable_prefix = prompt.stable_len;
-        request.constraint = Some(Constraint {
+        // Failing, the answer stands.
+        let step = SideStep {
+            what: "figure check",
+            context: Context::Answer,
+            max_tokens: VERDICT_TOKENS,
             gbnf: VERDICT_GBNF.to_string(),
-            root: ROOT.to_string(),
-            lazy_patterns: Vec::new(),
-        });
-        let generated = self
-            .answerer()
-            .generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(()));
-        let completion = match generated {
-            Ok(completion) => completion,
-            Err(e) => {
-                tracing::debug!("the figure check failed, the answer stands: {e}");
-                return Ok((true, None));
-            }
         };
-        if completion.stop == StopReason::Cancelled {
-            return Err(Cancelled.into());
-        }
+        let Some(completion) = self.side_step(step, &messages)? else {
+            return Ok((true, None));
+        };
         let answers = !completion.text.trim().eq_ignore_ascii_case("no");
         tracing::debug!(
             "figure check of {:?} in {:?}: {:?}",

@@ -45,6 +45,7 @@ mod own_words;
 mod pointed;
 mod restate;
 mod retrieve;
+mod side_step;
 mod subject;
 
 use std::ops::ControlFlow;

@@ -15,14 +15,13 @@
 //! restatement is used only when it can stand for the follow-up ([`stands_for`]); otherwise
 //! the turn searches the follow-up with the question before it, as without this step.
 
-use std::ops::ControlFlow;
-
 use obsidian_kb::search::Tokenizer;
 
+use super::side_step::{Context, SideStep};
 use super::{Agent, AgentError, StepRecord, step};
-use crate::engine::{Cancelled, ChatModel, Constraint, StopReason};
+use crate::engine::{ChatModel, StopReason};
 use crate::facts::without_marks;
-use crate::grammar::{RESTATED_GBNF, ROOT};
+use crate::grammar::RESTATED_GBNF;
 use crate::language::{Language, same_question};
 use crate::prompt::{Message, Role};
 use crate::tool::ToolHost;
@@ -59,30 +58,17 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             Message::system(RESTATE_SYSTEM.trim()),
             Message::user(instruction),
         ];
-        let prompt = self.template.answer(&messages)?;
-        tracing::debug!(target: "recall::prompt", "restatement prompt:\n{}", prompt.text);
-        let mut request = self.request(RESTATE_TOKENS);
-        request.stable_prefix = prompt.stable_len;
-        request.constraint = Some(Constraint {
+        // Failing, the follow-up is searched as it leans.
+        let restate = SideStep {
+            what: "restatement",
+            context: Context::Decision,
+            max_tokens: RESTATE_TOKENS,
             gbnf: RESTATED_GBNF.to_string(),
-            root: ROOT.to_string(),
-            lazy_patterns: Vec::new(),
-        });
-        let generated = self
-            .model
-            .generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(()));
-        let completion = match generated {
-            Ok(completion) => completion,
-            Err(e) => {
-                tracing::debug!("restatement failed, the follow-up is searched as it leans: {e}");
-                return Ok(None);
-            }
         };
-        tracing::debug!(target: "recall::model", "restated: {:?}", completion.text);
+        let Some(completion) = self.side_step(restate, &messages)? else {
+            return Ok(None);
+        };
         steps.push(step("restate", &completion, Vec::new()));
-        if completion.stop == StopReason::Cancelled {
-            return Err(Cancelled.into());
-        }
         let earlier: Vec<&str> = turns.iter().map(|(question, _)| *question).collect();
         // The label the examples write it under, if the model wrote it too.
         let restated = completion.text.trim();

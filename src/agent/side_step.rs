@@ -1,0 +1,84 @@
+//! Short generations a turn can do without: citing an answer that cites nothing
+//! ([`super::cite`]), checking a figure ([`super::figure`]) and restating a follow-up
+//! ([`super::restate`]). Each renders its messages with the answer template (no tool
+//! schemas), generates a few tokens under a grammar of its own, and, when generation fails,
+//! leaves the turn as it would be without it. The answer itself is prompted the same way
+//! ([`Agent::constrained`]) but streamed.
+
+use std::ops::ControlFlow;
+
+use super::{Agent, AgentError};
+use crate::engine::{Cancelled, ChatModel, Completion, Constraint, GenerateRequest, StopReason};
+use crate::grammar::ROOT;
+use crate::prompt::{Message, Prompt};
+use crate::tool::ToolHost;
+
+/// Which context a step runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Context {
+    /// The answer context: its cache holds the answer's prompt.
+    Answer,
+    /// The decision context, idle before any decision (a restatement comes first).
+    Decision,
+}
+
+/// One short step: what it is (for the log), where it runs, how long it may be and the
+/// grammar it is written under.
+pub(super) struct SideStep<'a> {
+    pub(super) what: &'a str,
+    pub(super) context: Context,
+    pub(super) max_tokens: usize,
+    pub(super) gbnf: String,
+}
+
+impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// `messages` rendered by the answer template, and a request for at most `max_tokens`
+    /// under `gbnf` that keeps the prompt's stable prefix in the cache. `what` names the
+    /// prompt in the prompt log.
+    pub(super) fn constrained(
+        &self,
+        what: &str,
+        messages: &[Message],
+        max_tokens: usize,
+        gbnf: String,
+    ) -> Result<(Prompt, GenerateRequest), AgentError> {
+        let prompt = self.template.answer(messages)?;
+        tracing::debug!(target: "recall::prompt", "{what} prompt:\n{}", prompt.text);
+        let mut request = self.request(max_tokens);
+        request.stable_prefix = prompt.stable_len;
+        request.constraint = Some(Constraint {
+            gbnf,
+            root: ROOT.to_string(),
+            lazy_patterns: Vec::new(),
+        });
+        Ok((prompt, request))
+    }
+
+    /// Generates `step` on `messages`. `None` when generation fails (logged): the turn goes
+    /// on without it. Ctrl-C still stops the turn.
+    pub(super) fn side_step(
+        &mut self,
+        step: SideStep,
+        messages: &[Message],
+    ) -> Result<Option<Completion>, AgentError> {
+        let (prompt, request) =
+            self.constrained(step.what, messages, step.max_tokens, step.gbnf)?;
+        let model = match step.context {
+            Context::Answer => self.answerer(),
+            Context::Decision => &mut *self.model,
+        };
+        let completion =
+            match model.generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(())) {
+                Ok(completion) => completion,
+                Err(e) => {
+                    tracing::debug!("{} failed; the turn goes on without it: {e}", step.what);
+                    return Ok(None);
+                }
+            };
+        tracing::debug!(target: "recall::model", "{} output: {:?}", step.what, completion.text);
+        if completion.stop == StopReason::Cancelled {
+            return Err(Cancelled.into());
+        }
+        Ok(Some(completion))
+    }
+}
