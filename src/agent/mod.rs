@@ -318,11 +318,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             false => None,
         };
         let query = restated.as_deref().unwrap_or(&searched.query);
-        let period =
+        let days =
             retrieve::period_asked(question, &searched.query, conversation, self.options.today);
-        let retrieved = match &vault {
-            Some(vault) => self.open(vault, query, period, &tools, conversation, &mut gathered)?,
-            None => false,
+        let (retrieved, period) = match &vault {
+            Some(vault) => self.open(vault, query, days, &tools, conversation, &mut gathered)?,
+            None => (false, days.map(|days| days.period)),
         };
         // A follow-up naming a day by another ("And the night before?") is answered about
         // that day only when told which it is.

@@ -158,6 +158,15 @@ fn leaning(earlier: &str, question: &str) -> String {
     format!("{earlier} {question}")
 }
 
+/// The days a question is about ([`period_asked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Days {
+    pub(super) period: Period,
+    /// Named without their year ("on Jan 9th", "in March"): the latest such days, which
+    /// are a guess; a vault's notes may be of years before.
+    pub(super) yearless: bool,
+}
+
 /// The day or period the turn's question is about, when it names one: by its own words
 /// ("on 5 Jan 2022", "last week", counted from `today`), by the day the conversation was
 /// about ("And the next day?"), or by what it leans on (`query`).
@@ -166,10 +175,18 @@ pub(super) fn period_asked(
     query: &str,
     conversation: &[Message],
     today: NaiveDate,
-) -> Option<Period> {
-    dates::period_named(question, today)
-        .or_else(|| dates::after_anchor(question, day_talked_about(conversation, today)?))
+) -> Option<Days> {
+    if let Some(period) = dates::period_named(question, today) {
+        let mentions = dates::mentioned(question, today);
+        let yearless = mentions.iter().all(|mention| mention.yearless);
+        return Some(Days { period, yearless });
+    }
+    dates::after_anchor(question, day_talked_about(conversation, today)?)
         .or_else(|| dates::period_named(query, today))
+        .map(|period| Days {
+            period,
+            yearless: false,
+        })
 }
 
 /// The day the conversation before this turn's question was last about: the last day an
@@ -188,6 +205,11 @@ fn day_talked_about(conversation: &[Message], today: NaiveDate) -> Option<Period
         named.or(day)
     })
 }
+
+/// Years before the latest that a day named without its year is looked for in, while none
+/// has a note: a person asking "what did I do on Jan 9th" of a vault of 2024 in 2026 means
+/// 2024's.
+const YEARS_BACK: usize = 5;
 
 /// Characters of the earlier question a leaning one is searched with.
 const EARLIER_CHARS: usize = 300;
@@ -232,21 +254,38 @@ pub(super) fn wider(query: &str) -> api::SearchParams {
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// The opening searches. A question that names a day or a period ([`period_asked`]) is
     /// searched within it first: a daily note shares few words with a question about its
-    /// day, and the vault knows each note's dates. The question searched as asked (`query`)
-    /// fills the passages left. Returns whether a search ran.
+    /// day, and the vault knows each note's dates. Days named without their year ("on Jan
+    /// 9th") are the latest ones first, then the same days each year before while none has
+    /// a note, [`YEARS_BACK`] at most. The question searched as asked (`query`) fills the
+    /// passages left. Returns whether a search ran, and the period searched last (the one
+    /// with notes, if any had).
     pub(super) fn open(
         &mut self,
         vault: &VaultTools,
         query: &str,
-        period: Option<Period>,
+        days: Option<Days>,
         tools: &[ToolSpec],
         conversation: &mut Vec<Message>,
         gathered: &mut Gathered,
-    ) -> Result<bool, AgentError> {
+    ) -> Result<(bool, Option<Period>), AgentError> {
         let mut ran = false;
-        if let Some(period) = period {
+        let mut searched = days.map(|days| days.period);
+        let mut years = match days {
+            Some(days) if days.yearless => YEARS_BACK,
+            _ => 0,
+        };
+        while let Some(period) = searched {
+            let known = gathered.sources.list().len();
             let dated = opening(query, RETRIEVED_PASSAGES, Some(period));
-            ran = self.retrieve(vault, &dated, tools, conversation, gathered)?;
+            ran |= self.retrieve(vault, &dated, tools, conversation, gathered)?;
+            if gathered.sources.list().len() > known || years == 0 {
+                break;
+            }
+            years -= 1;
+            match period.a_year_before() {
+                Some(earlier) => searched = Some(earlier),
+                None => break,
+            }
         }
         let room = RETRIEVED_PASSAGES.saturating_sub(gathered.sources.list().len());
         if room > 0 {
@@ -254,7 +293,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             ran |= self.retrieve(vault, &plain, tools, conversation, gathered)?;
         }
         self.follow_pointed(vault, query, tools, conversation, gathered)?;
-        Ok(ran)
+        Ok((ran, searched))
     }
 
     /// A search the agent makes itself, through the vault's search tool like any call, its

@@ -1464,6 +1464,25 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert!(!calls[0].content.contains("from="), "{}", calls[0].content);
     assert_eq!(ipython_messages(&conversation).len(), 2);
+
+    // A day named without its year is the latest one first, then the same day a year
+    // before, while none has a note (asked in 2023 of notes of 2021); the days with none
+    // leave no trace in the conversation.
+    let later = AgentOptions {
+        today: "2023-06-01".parse().unwrap(),
+        ..AgentOptions::default()
+    };
+    let mut model = ScriptedModel::new(["Pizza at work [1]."], 8192);
+    let (turn, conversation) = rig.ask(&mut model, later, "what did I eat on 12 May?");
+    let days: Vec<_> = turn
+        .steps
+        .iter()
+        .filter(|s| s.kind == "retrieve")
+        .filter_map(|s| s.calls[0].arguments.get("from"))
+        .collect();
+    assert_eq!(days, ["2023-05-12", "2022-05-12", "2021-05-12"]);
+    assert_eq!(cited_uris(&turn), ["note://Daily/2021-05-12"]);
+    assert_eq!(ipython_messages(&conversation).len(), 2);
 }
 
 /// A question pointing at someone by what they did reads the note the day's line links to,

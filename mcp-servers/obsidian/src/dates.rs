@@ -95,6 +95,16 @@ impl Period {
         Ok(Some(period))
     }
 
+    /// The same days a year earlier (29 February as the 28th): where a day named without its
+    /// year is looked for next when the latest one has no note.
+    pub fn a_year_before(&self) -> Option<Period> {
+        let year = Months::new(12);
+        Some(Period {
+            from: self.from.checked_sub_months(year)?,
+            to: self.to.checked_sub_months(year)?,
+        })
+    }
+
     /// A bound as a tool takes it: `2021-05-11`, `2021-05` or `2021`; a month or a year
     /// stands for its first day as a start (`end` false) and its last as an end.
     pub fn parse_bound(s: &str, end: bool) -> Option<NaiveDate> {
@@ -137,6 +147,9 @@ pub struct Mention {
     pub end: usize,
     /// The days they name.
     pub period: Period,
+    /// Whether they name a day or a month without its year ("11 May", "in March", "5月11日"),
+    /// which is taken as the latest one not after today.
+    pub yearless: bool,
 }
 
 const MONTHS: &str = "january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec";
@@ -148,6 +161,10 @@ static MENTION: LazyLock<Regex> = LazyLock::new(|| {
     let forms = [
         // 2021-05-11, 2021/05/11, 2021.05.11
         r"(?P<iso>\b(?P<iy>\d{4})[-/.](?P<im>\d{1,2})[-/.](?P<id>\d{1,2})\b)".to_string(),
+        // 14/3/2024, 14.03.2024, 14-03-2024: day first, as most of the world writes it (and
+        // 3/14/2024 when no month is 14); 29.10.24 with two-digit day, month and year
+        r"(?P<num>\b(?P<n1>\d{1,2})[/.-](?P<n2>\d{1,2})[/.-](?P<ny>\d{4})\b)".to_string(),
+        r"(?P<short>\b(?P<s1>\d{2})[/.](?P<s2>\d{2})[/.](?P<sy>\d{2})\b)".to_string(),
         // 11 May 2021, the 6th of January 2022, 11 May
         format!(
             r"(?P<dmy>\b(?:the\s+)?(?P<dd>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<dm>{MONTHS})\b\.?,?(?:\s+(?P<dy>\d{{4}})\b)?)"
@@ -184,10 +201,15 @@ pub fn mentioned(text: &str, today: NaiveDate) -> Vec<Mention> {
         .captures_iter(text)
         .filter_map(|c| {
             let whole = c.get(0)?;
+            let without = |form: &str, year: &str| c.name(form).is_some() && c.name(year).is_none();
             Some(Mention {
                 start: whole.start(),
                 end: whole.end(),
                 period: period_of(&c, today)?,
+                yearless: without("dmy", "dy")
+                    || without("mdy", "my")
+                    || without("bare", "by")
+                    || without("cjk", "cy"),
             })
         })
         .collect()
@@ -207,6 +229,12 @@ fn period_of(c: &Captures, today: NaiveDate) -> Option<Period> {
     let year = |name: &str| num(name).map(|y| y as i32);
     if c.name("iso").is_some() {
         return ymd(year("iy")?, num("im")?, num("id")?).map(Period::day);
+    }
+    if c.name("num").is_some() {
+        return day_month_first(num("n1")?, num("n2")?, year("ny")?);
+    }
+    if c.name("short").is_some() {
+        return day_month_first(num("s1")?, num("s2")?, 2000 + year("sy")?);
     }
     if c.name("dmy").is_some() {
         return day_in(year("dy"), month_number(&text("dm")?)?, num("dd")?, today);
@@ -294,6 +322,12 @@ fn period_of(c: &Captures, today: NaiveDate) -> Option<Period> {
         return cjk_relative(c.name("cjkrel")?.as_str(), today);
     }
     None
+}
+
+/// The day `a` and `b` name in `year`, day first unless `a` is no day of a month that `b`
+/// is and `b` is a day of month `a` (`3/14/2024`).
+fn day_month_first(a: u32, b: u32, year: i32) -> Option<Period> {
+    ymd(year, b, a).or_else(|| ymd(year, a, b)).map(Period::day)
 }
 
 fn ymd(y: i32, m: u32, d: u32) -> Option<NaiveDate> {
@@ -713,9 +747,45 @@ mod tests {
             "What did I buy on 2022-01-05?",
             "2022年1月5日我买了什么？",
             "2022년 1월 5일",
+            "what happened 5/1/2022",
+            "05.01.2022 what did I get up to",
+            "what was I up to on 05.01.22?",
+            "on 1/15/2022, no: 15-01-2022",
         ] {
-            assert_eq!(named(q), ["2022-01-05"], "{q}");
+            assert!(
+                named(q)
+                    .iter()
+                    .all(|d| d == "2022-01-05" || d == "2022-01-15"),
+                "{q}"
+            );
+            assert!(!named(q).is_empty(), "{q}");
         }
+        assert_eq!(named("on 1/15/2022"), ["2022-01-15"]);
+        // A version is no date, nor a phone number.
+        assert!(named("What changed in 1.4.16? Call 06-44-2287.").is_empty());
+    }
+
+    #[test]
+    fn a_mention_says_whether_it_names_its_year() {
+        let today = d("2026-11-28");
+        let yearless =
+            |q: &str| -> Vec<bool> { mentioned(q, today).iter().map(|m| m.yearless).collect() };
+        assert_eq!(yearless("what did i do on Jan 9th"), [true]);
+        assert_eq!(yearless("anything happen on 8th feb?"), [true]);
+        assert_eq!(yearless("in March"), [true]);
+        assert_eq!(yearless("5月11日"), [true]);
+        assert_eq!(
+            yearless("on 9 January 2024, 14/3/2024 and yesterday"),
+            [false, false, false]
+        );
+        let jan9 = period_named("Jan 9th", today).expect("a day");
+        assert_eq!(jan9.to_string(), "2026-01-09");
+        assert_eq!(
+            jan9.a_year_before().map(|p| p.to_string()).as_deref(),
+            Some("2025-01-09")
+        );
+        let leap = Period::day(d("2024-02-29")).a_year_before().expect("a day");
+        assert_eq!(leap.to_string(), "2023-02-28");
     }
 
     #[test]
