@@ -128,11 +128,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 /// A note a link leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LinkedNote {
-    /// The link's target as written, less `.md` (`People/Elias`): what `read_note` resolves.
+    /// What `read_note` is given: the note's path where the vault resolved the link or found
+    /// the name (`People/Elias`), else the link's target as written, less `.md`.
     target: String,
     /// The note's title: the target's last part (`Elias`).
     title: String,
-    /// The number of the source whose line links it (the day's note the question describes).
+    /// The number of the source whose line leads to it (the day's note the question
+    /// describes).
     from: usize,
 }
 
