@@ -22,7 +22,8 @@ use crate::sources::Source;
 pub(super) enum Wanted {
     /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
     Email,
-    /// "Kenji's phone number?", "电话号码".
+    /// "Kenji's phone number?", "电话号码", "舅舅电话", "工长的电话多少？" (电话 asked
+    /// for, not "打电话了吗", a call made).
     Phone,
     /// "How many …?", "How much …?": a count or an amount. An answer without one is no
     /// answer, however it reads: asked what the notes cannot answer, Qwen2.5-1.5B described
@@ -49,7 +50,7 @@ impl Wanted {
         });
         static PHONE: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|(?:['’]s|\b(?:my|your|his|her|their))\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호",
+                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|(?:['’]s|\b(?:my|your|his|her|their))\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호|(?:电话|手机)(?:是?多少|(?:是什么)?\s*[？?]?\s*$)",
             )
             .expect("valid regex")
         });
@@ -385,6 +386,21 @@ mod tests {
             );
         }
         assert_eq!(Wanted::in_question("How do I print a note?"), None);
+        for question in [
+            "舅舅电话",
+            "厨房工长的电话多少？",
+            "她手机是多少",
+            "电话号码是什么",
+        ] {
+            assert_eq!(
+                Wanted::in_question(question),
+                Some(Wanted::Phone),
+                "{question}"
+            );
+        }
+        for question in ["我给舅舅打电话了吗？", "我的手机是什么时候买的？"] {
+            assert_eq!(Wanted::in_question(question), None, "{question}");
+        }
         for answer in [
             "Press `Ctrl+P` [1].",
             "Hold Space while dragging [2].",
