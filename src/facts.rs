@@ -607,13 +607,14 @@ impl Fact {
 
 /// The forms in which a source may write the amount `number` is between `before` and
 /// `after`, squeezed ([`squeeze`]), when it is one: a currency sign before it (`$5`, or `5$`
-/// after it), or a unit after it (`4GB`, `5 %`; `1 hour` also as `1h`). A single digit counts
+/// after it), or a unit after it (`4GB`, `5 %`; `1 hour` also as `1h`; `1小时` also as
+/// `一个小时`). A single digit counts
 /// as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read somewhere or
 /// nowhere.
 fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
     static UNIT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)^\s?(?:%|[kmgt]i?b\b|px\b|pt\b|ms\b|sec|seconds?\b|min|minutes?\b|hours?\b|days?\b|weeks?\b|months?\b|years?\b|am\b|pm\b|x\b)",
+            r"(?i)^\s?(?:%|[kmgt]i?b\b|px\b|pt\b|ms\b|sec|seconds?\b|min|minutes?\b|hours?\b|days?\b|weeks?\b|months?\b|years?\b|am\b|pm\b|x\b|km\b|kg\b|个?(?:小时|钟头|星期|月)|分钟|秒|天|周|年|岁|公里|千米|公斤|斤|元|块|次|遍|倍)",
         )
         .expect("valid regex")
     });
@@ -622,8 +623,30 @@ fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
     }
     let unit = squeeze(UNIT.find(after)?.as_str());
     let mut forms = vec![format!("{number}{unit}")];
-    if unit.len() > 2 && unit.starts_with(char::is_alphabetic) {
+    if unit.len() > 2 && unit.starts_with(|c: char| c.is_ascii_alphabetic()) {
         forms.push(format!("{number}{}", &unit[..1]));
+    }
+    // A Chinese unit after a numeral written out: "1小时" for "一个小时", "2天" for "两天".
+    if !unit.starts_with(|c: char| c.is_ascii()) {
+        let bare = unit.trim_start_matches('个');
+        let numerals: &[&str] = match number {
+            "1" => &["一"],
+            "2" => &["二", "两"],
+            "3" => &["三"],
+            "4" => &["四"],
+            "5" => &["五"],
+            "6" => &["六"],
+            "7" => &["七"],
+            "8" => &["八"],
+            "9" => &["九"],
+            _ => &[],
+        };
+        for numeral in numerals {
+            forms.push(format!("{numeral}{bare}"));
+            forms.push(format!("{numeral}个{bare}"));
+        }
+        forms.push(format!("{number}个{bare}"));
+        forms.push(format!("{number}{bare}"));
     }
     Some(forms)
 }
@@ -801,6 +824,15 @@ mod tests {
                 .unsupported("Training for 1 hour and 27 minutes; $7.99; $99.00.", true)
                 .is_empty()
         );
+        // A Chinese unit too, and its numeral written out.
+        let given = known(&["小火炖 2.5小时，再焖两个小时，放3天"]);
+        assert_eq!(given.unsupported("排骨藕汤需要炖约1小时。", true), ["1"]);
+        assert!(
+            given
+                .unsupported("炖2.5小时，焖2小时，可以放3天。", true)
+                .is_empty()
+        );
+        assert!(given.unsupported("有3种做法。", true).is_empty());
     }
 
     #[test]
