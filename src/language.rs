@@ -116,6 +116,41 @@ pub fn without_denials(answer: &str) -> String {
     kept
 }
 
+/// `answer` less each sentence that puts its citation marks where its answer should be: "The
+/// phone number of Zhang Wei is [1].", "张伟的电话是[1]。", "The podiatrist came on [1] [2]."
+/// (Qwen2.5-1.5B, asked what its sources did not say plainly). Such a sentence ends in a word
+/// that needs what follows it (a verb "to be", a preposition, an article), then only citation
+/// marks: it cites a source for a fact it never states.
+pub fn without_holes(answer: &str) -> String {
+    static HOLE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(?:\b(?:is|are|was|were|be|on|at|in|of|to|by|from|for|with|the|a|an|and|about|than|called|named)|是|在|为|于|叫|は|が|を|に|の)\s*(?:\[\s*\d+(?:\s*,\s*\d+)*\s*\]\s*)+[.!?。！？]?\s*$",
+        )
+        .expect("valid regex")
+    });
+    let mut kept = String::new();
+    let mut start = 0;
+    let mut chars = answer.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        // A full stop ends a sentence before a space or the end ("2.5 hours" goes on); a
+        // Chinese or Japanese mark, or a line's end, always does.
+        let ends = match c {
+            '。' | '！' | '？' | '\n' => true,
+            '.' | '!' | '?' => chars.peek().is_none_or(|(_, next)| next.is_whitespace()),
+            _ => false,
+        };
+        if ends || chars.peek().is_none() {
+            let end = at + c.len_utf8();
+            let sentence = &answer[start..end];
+            if !HOLE.is_match(sentence) {
+                kept.push_str(sentence);
+            }
+            start = end;
+        }
+    }
+    kept
+}
+
 /// The sentence that says the notes lack the answer, in `language`.
 pub fn notes_lack_it(language: Language) -> &'static str {
     answer_lines(Some(language)).notes_lack_it
@@ -260,6 +295,26 @@ mod tests {
             "The desktop app is not available on Windows 7 [1].",
         ] {
             assert_eq!(without_denials(answer), answer);
+        }
+    }
+
+    #[test]
+    fn a_sentence_citing_where_its_answer_should_be_states_nothing() {
+        for (answer, left) in [
+            ("The phone number of Zhang Wei is [1].", ""),
+            ("张伟的电话是[1]。", ""),
+            ("The podiatrist came on [1] [2].", ""),
+            (
+                "Zhang Wei is the foreman [1]. His number is [2].",
+                "Zhang Wei is the foreman [1].",
+            ),
+            ("炖2.5小时[1]。", "炖2.5小时[1]。"),
+            (
+                "It took 2.5 hours [1]. Details are in [2, 3]",
+                "It took 2.5 hours [1].",
+            ),
+        ] {
+            assert_eq!(without_holes(answer).trim(), left, "{answer}");
         }
     }
 

@@ -13,7 +13,7 @@ use regex::Regex;
 
 use super::subject::{Subject, Wanted, about_subject, addresses_stand_in};
 use crate::facts::{KnownFacts, names_in};
-use crate::language::without_denials;
+use crate::language::{without_denials, without_holes};
 use crate::sources::{Source, without_copied_headers};
 use crate::support::{self, Adds};
 
@@ -58,7 +58,8 @@ impl<'a> OwnWords<'a> {
     }
 
     /// What `answer` adds in words of its own: less the source headers it copied, the
-    /// sentences saying its sources lack it ([`without_denials`]), and the rest of a name the
+    /// sentences saying its sources lack it ([`without_denials`]) or citing a source where their
+    /// answer should be ([`without_holes`]), and the rest of a name the
     /// question gives in part that is a source's title ("Kenji" asked: "The phone number of
     /// Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
     /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
@@ -66,7 +67,10 @@ impl<'a> OwnWords<'a> {
     /// or none of them gives ([`addresses_stand_in`]); nor a yes to a question about something
     /// no source names ([`names_unknown`]).
     pub(super) fn adds(&self, answer: &str) -> Adds {
-        let own = without_denials(&without_copied_headers(answer, self.sources));
+        let own = without_holes(&without_denials(&without_copied_headers(
+            answer,
+            self.sources,
+        )));
         if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
             return Adds::Nothing;
         }
