@@ -10,10 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
+use chrono::{Datelike, NaiveDate};
 use obsidian_kb::{api, excerpt};
 use regex::Regex;
 use serde::Serialize;
 
+use crate::language::Language;
 use crate::vault::{VaultResult, note_path};
 use crate::{markup, support};
 
@@ -60,10 +62,10 @@ impl Source {
     }
 
     /// `Folder › Subfolder › Title › Heading`: the label under the folders the note sits in
-    /// (read from its URI), each day in it written in digits also spelled out
-    /// ([`with_days_spelled`]), as the answer step reads it.
-    pub fn breadcrumb(&self) -> String {
-        with_days_spelled(&self.folders_and_label())
+    /// (read from its URI), each day in it written in digits also spelled out in `language`
+    /// (the question's: [`with_days_spelled`]), as the answer step reads it.
+    pub fn breadcrumb(&self, language: Option<Language>) -> String {
+        with_days_spelled(&self.folders_and_label(), language)
     }
 
     /// The label under the folders the note sits in, as written.
@@ -80,12 +82,13 @@ fn under_folders(uri: &str, label: &str) -> String {
     }
 }
 
-/// `header` with each day it writes in digits also spelled out, as a question names it:
-/// `Journal › 2025-09-28 › Long run` → `Journal › 2025-09-28 (Sunday 28 September 2025) ›
-/// Long run`. A small model does not take a daily note's name for the day a question names
+/// `header` with each day it writes in digits also spelled out, as a question in `language`
+/// (English: `None`) names it: `Journal › 2025-09-28 › Long run` → `Journal › 2025-09-28
+/// (Sunday 28 September 2025) › Long run`, or `(2025年9月28日 星期日)` for a question in
+/// Chinese. A small model does not take a daily note's name for the day a question names
 /// in words: asked "How far did I run on 28 September 2025?" over the note 2025-09-28
 /// holding "19 km", Qwen2.5-1.5B said the notes do not say, even with that passage alone.
-pub fn with_days_spelled(header: &str) -> String {
+pub fn with_days_spelled(header: &str, language: Option<Language>) -> String {
     let mut spelled = String::with_capacity(header.len() + 32);
     let mut from = 0;
     for mention in obsidian_kb::dates::mentioned(header, obsidian_kb::dates::today()) {
@@ -95,11 +98,32 @@ pub fn with_days_spelled(header: &str) -> String {
             continue;
         }
         spelled.push_str(&header[from..mention.end]);
-        let _ = write!(spelled, " ({})", day.format("%A %-d %B %Y"));
+        let _ = write!(spelled, " ({})", spelled_day(day, language));
         from = mention.end;
     }
     spelled.push_str(&header[from..]);
     spelled
+}
+
+/// `day` as a question in `language` writes it, with its weekday.
+fn spelled_day(day: NaiveDate, language: Option<Language>) -> String {
+    let weekday = day.weekday().num_days_from_monday() as usize;
+    let (year, month, date) = (day.year(), day.month(), day.day());
+    match language {
+        Some(Language::Chinese) => {
+            const DAYS: [&str; 7] = ["一", "二", "三", "四", "五", "六", "日"];
+            format!("{year}年{month}月{date}日 星期{}", DAYS[weekday])
+        }
+        Some(Language::Japanese) => {
+            const DAYS: [&str; 7] = ["月", "火", "水", "木", "金", "土", "日"];
+            format!("{year}年{month}月{date}日 {}曜日", DAYS[weekday])
+        }
+        Some(Language::Korean) => {
+            const DAYS: [&str; 7] = ["월", "화", "수", "목", "금", "토", "일"];
+            format!("{year}년 {month}월 {date}일 {}요일", DAYS[weekday])
+        }
+        _ => day.format("%A %-d %B %Y").to_string(),
+    }
 }
 
 /// `Title › Heading › Subheading`, without a first heading that only repeats the title (the
@@ -122,8 +146,8 @@ fn header(source: &Source) -> String {
 
 /// `[n] Folder › Title › Heading`: a source's header as the answer step reads it
 /// ([`Sources::for_answer`]).
-fn answer_header(source: &Source) -> String {
-    format!("[{}] {}", source.number, source.breadcrumb())
+fn answer_header(source: &Source, language: Option<Language>) -> String {
+    format!("[{}] {}", source.number, source.breadcrumb(language))
 }
 
 /// `results` (tool results, rendered by [`Sources::add`]) with each source header as the
@@ -137,14 +161,15 @@ fn answer_header(source: &Source) -> String {
 /// that an earlier turn's results read the same in every later turn: rewritten by the later
 /// turn's sources, they changed where its numbers meant other notes, and a follow-up read
 /// them again (147 of the 420 tokens it read, on "And on Plus?").
-pub fn headers_for_answer(results: &str) -> String {
+/// Days are spelled out in `language`, the question's.
+pub fn headers_for_answer(results: &str, language: Option<Language>) -> String {
     static HEADER: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?m)^\[(\d{1,3})\] ([^\n]+?) \((note://[^()\n]*)\)").expect("valid regex")
     });
     HEADER
         .replace_all(results, |c: &regex::Captures| {
             let place = under_folders(&c[3], &c[2]);
-            format!("[{}] {}", &c[1], with_days_spelled(&place))
+            format!("[{}] {}", &c[1], with_days_spelled(&place, language))
         })
         .into_owned()
 }
@@ -224,7 +249,8 @@ fn heads_text(rest: &str) -> bool {
 /// each cut at any `›`.
 fn copied_header_len(text: &str, source: &Source) -> usize {
     [
-        source.breadcrumb(),
+        source.breadcrumb(None),
+        source.breadcrumb(Language::of(text)),
         source.folders_and_label(),
         source.label(),
     ]
@@ -488,7 +514,11 @@ impl Sources {
         let passage = markup::plain(&source.passage);
         let mut cut = excerpt::excerpts(question, &[passage.as_str()], &[chars], None);
         source.text = cut.pop().unwrap_or(passage);
-        format!("{}\n{}", answer_header(source), source.text)
+        format!(
+            "{}\n{}",
+            answer_header(source, Language::of(question)),
+            source.text
+        )
     }
 
     /// The citations for `answer` to `question`: the sources it cites by number (`[2]`,
@@ -617,11 +647,22 @@ mod tests {
     #[test]
     fn a_day_written_in_digits_is_spelled_out_as_questions_name_it() {
         assert_eq!(
-            with_days_spelled("Journal › 2025-09-28 › Long run"),
+            with_days_spelled("Journal › 2025-09-28 › Long run", None),
             "Journal › 2025-09-28 (Sunday 28 September 2025) › Long run"
         );
+        // As a question in Chinese, Japanese or Korean writes a day.
+        for (language, spelled) in [
+            (Language::Chinese, "2024年4月9日 星期二"),
+            (Language::Japanese, "2024年4月9日 火曜日"),
+            (Language::Korean, "2024년 4월 9일 화요일"),
+        ] {
+            assert_eq!(
+                with_days_spelled("Meetings › 2024-04-09-拔智齿", Some(language)),
+                format!("Meetings › 2024-04-09 ({spelled})-拔智齿")
+            );
+        }
         assert_eq!(
-            with_days_spelled("Meetings › 2025-07-03 Kitchen contractor visit"),
+            with_days_spelled("Meetings › 2025-07-03 Kitchen contractor visit", None),
             "Meetings › 2025-07-03 (Thursday 3 July 2025) Kitchen contractor visit"
         );
         // A day already in words, a month, or no date: as written.
@@ -630,7 +671,7 @@ mod tests {
             "Reading › March 2025",
             "10 Example Data › Books",
         ] {
-            assert_eq!(with_days_spelled(header), header);
+            assert_eq!(with_days_spelled(header, None), header);
         }
     }
 
@@ -823,7 +864,7 @@ mod tests {
         // The answer step reads the headers without URIs, the folders kept; a passage's own
         // text is kept whole.
         assert_eq!(
-            headers_for_answer(&format!("{text}\nSee [9] Cells (note://Cells).")),
+            headers_for_answer(&format!("{text}\nSee [9] Cells (note://Cells)."), None),
             "[2] Cells: as above.\n\n[3] Cells › Parts\nNucleus.\nSee [9] Cells (note://Cells)."
         );
         let mut nested = Sources::default();
@@ -833,7 +874,7 @@ mod tests {
             "Room 204.",
         )]));
         assert_eq!(
-            headers_for_answer(&text),
+            headers_for_answer(&text, None),
             "[1] Biology › Exams › Midterm\nRoom 204."
         );
         assert_eq!(sources.list().len(), 3);

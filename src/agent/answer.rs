@@ -102,7 +102,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 sources.list().len(),
             )?)
         };
-        let mut messages = for_answer(conversation);
+        let mut messages = for_answer(conversation, Language::of(question));
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
         let figure_asked = asks_a_figure(question);
@@ -241,7 +241,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .iter()
             .rposition(|m| m.role == Role::User)
             .map_or(conversation.len(), |at| at + 1);
-        let mut messages = for_answer(&conversation[..upto]);
+        let mut messages = for_answer(&conversation[..upto], Language::of(question));
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
         let instruction = self
             .template
@@ -345,7 +345,7 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
         .filter(|m| !asking(m))
         .map(|m| {
             let text = sources.list().iter().fold(m.content.clone(), |text, s| {
-                text.replace(&s.breadcrumb(), &s.label())
+                text.replace(&s.breadcrumb(Language::of(question)), &s.label())
             });
             match &subject {
                 Some(subject) if m.role == Role::Ipython => subject.about_results(&text),
@@ -450,7 +450,8 @@ fn is_looping(text: &str) -> bool {
 /// them go, and the source headers lose their URIs ([`headers_for_answer`]).
 /// Small models copy the last call into their answer; the results say it all, and the answer
 /// calls no tool.
-fn for_answer(conversation: &[Message]) -> Vec<Message> {
+/// Days in them are spelled out in `language`, the question's.
+fn for_answer(conversation: &[Message], language: Option<Language>) -> Vec<Message> {
     conversation
         .iter()
         .enumerate()
@@ -459,7 +460,7 @@ fn for_answer(conversation: &[Message]) -> Vec<Message> {
             !(m.role == Role::Assistant && next == Some(Role::Ipython))
         })
         .map(|(_, m)| match m.role {
-            Role::Ipython => Message::ipython(headers_for_answer(&m.content)),
+            Role::Ipython => Message::ipython(headers_for_answer(&m.content, language)),
             _ => m.clone(),
         })
         .collect()
