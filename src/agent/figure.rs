@@ -41,7 +41,7 @@ const VERDICT_TOKENS: usize = 4;
 pub(super) fn asks_a_figure(question: &str) -> bool {
     static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|哪一?天|哪年|几[号点岁次个]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
+            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|哪一?天|哪年|第?几[号点岁次个张片本位名天年月周件只条遍趟场块台]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
         )
         .expect("valid regex")
     });
@@ -282,6 +282,8 @@ mod tests {
             "我什么时候去的牙医？",
             "婚礼是哪天",
             "约的几点",
+            "拍了几张照片",
+            "考了第几名",
             "誕生日は何日？",
             "생일이 며칠이야?",
         ] {
