@@ -23,6 +23,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::LazyLock;
 
+use obsidian_kb::search::is_cjk;
 use regex::Regex;
 
 use crate::sources::citation_marks;
@@ -601,19 +602,6 @@ fn add_words(words: &mut HashSet<String>, text: &str) {
         }
         words.insert(word);
     }
-}
-
-/// Whether `c` is of a script written without spaces between words: Chinese, Japanese,
-/// Korean.
-fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30ff}'   // Hiragana, Katakana
-        | '\u{3400}'..='\u{4dbf}' // CJK extension A
-        | '\u{4e00}'..='\u{9fff}' // CJK unified ideographs
-        | '\u{ac00}'..='\u{d7af}' // Hangul syllables
-        | '\u{1100}'..='\u{11ff}' // Hangul jamo
-        | '\u{f900}'..='\u{faff}' // CJK compatibility ideographs
-    )
 }
 
 /// The first five letters of `word`.

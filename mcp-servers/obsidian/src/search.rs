@@ -175,7 +175,10 @@ pub type Fast = rustc_hash::FxBuildHasher;
 /// Most distinct words a tokenizer remembers the term of.
 const WORD_CACHE: usize = 100_000;
 
-fn is_cjk(c: char) -> bool {
+/// Whether `c` is of a script written without spaces between words (Chinese, Japanese,
+/// Korean syllables), which the tokenizer reads in overlapping pairs. Public so that the
+/// agent splits words where these scripts meet another exactly as search does.
+pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF
         | 0x20000..=0x2FA1F)
