@@ -18,6 +18,8 @@ use std::time::SystemTime;
 use chrono::{Datelike, Duration, Local, Months, NaiveDate, Weekday};
 use regex::{Captures, Regex};
 
+mod holidays;
+
 /// Days from `from` to `to`, both included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Period {
@@ -181,6 +183,11 @@ static MENTION: LazyLock<Regex> = LazyLock::new(|| {
         ),
         // in 2022, during 2021
         r"(?P<year>\b(?:in|during|since|of|year)\s+(?P<yv>(?:19|20)\d{2})\b)".to_string(),
+        // Christmas Eve, on Christmas 2023, 2024年圣诞节, 国庆 (`holidays`)
+        format!(
+            r"(?P<holiday>(?:(?P<hy1>\d{{4}})\s*[年년]?\s*(?:的\s*)?)?(?P<hn>{})(?:,?\s+(?P<hy2>\d{{4}})\b)?)",
+            holidays::names()
+        ),
         // 2021年5月11日, 2021年5月, 5月11日 (Chinese and Japanese), 2021년 5월 11일
         r"(?P<cjk>(?:(?P<cy>\d{4})\s*[年년]\s*)?(?P<cm>\d{1,2})\s*[月월](?:\s*(?P<cd>\d{1,2})\s*[日号號일])?)".to_string(),
         // yesterday, today, the day before yesterday, 3 days ago, last week, this month, …
@@ -209,7 +216,8 @@ pub fn mentioned(text: &str, today: NaiveDate) -> Vec<Mention> {
                 yearless: without("dmy", "dy")
                     || without("mdy", "my")
                     || without("bare", "by")
-                    || without("cjk", "cy"),
+                    || without("cjk", "cy")
+                    || (without("holiday", "hy1") && c.name("hy2").is_none()),
             })
         })
         .collect()
@@ -261,6 +269,14 @@ fn period_of(c: &Captures, today: NaiveDate) -> Option<Period> {
     }
     if c.name("year").is_some() {
         return Period::year(year("yv")?);
+    }
+    if c.name("holiday").is_some() {
+        let (month, day, days) = holidays::days_of(c.name("hn")?.as_str())?;
+        let first = day_in(year("hy1").or(year("hy2")), month, day, today)?.from;
+        return Some(Period {
+            from: first,
+            to: first + Duration::days(days - 1),
+        });
     }
     if c.name("cjk").is_some() {
         let month = num("cm")?;
