@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use obsidian_kb::dates::Period;
 
 use super::cite::{OpeningSources, unattributed};
-use super::figure::{FigureLine, asks_a_figure};
+use super::figure::{FigureLine, asks_a_figure, asks_a_name};
 use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::subject::Subject;
@@ -105,8 +105,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let mut messages = for_answer(conversation, Language::of(question));
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
-        let figure_asked = asks_a_figure(question);
-        let mut gate = FactGate::new(&known, figure_asked);
+        let mut gate = FactGate::new(&known, asks_a_figure(question));
+        if asks_a_name(question) {
+            gate = gate.withholding_all();
+        }
         // What of the answer reached the user before a made-up fact closed the gate: it stays
         // part of the answer, which is what they read.
         let mut shown = String::new();
@@ -132,11 +134,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 .replace("{}", &made_up.join(", "));
             return Ok(withdrawn(&shown, &said, completion, None, on_text));
         }
-        // A figure asked for, standing in the notes: shown once the line it stands in is
-        // read as the answer ([`super::figure`]).
+        // A figure or a name asked for, standing in the notes: shown once the line it stands
+        // in is read as the answer ([`super::figure`]).
         let mut check = None;
         if gate.withheld().is_some()
-            && let Some(line) = FigureLine::find(question, &completion.text, sources.list())
+            && let Some(line) = FigureLine::checked(question, &completion.text, sources.list())
         {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             check = checked;
@@ -261,10 +263,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         if !counts {
             return Ok(Reading::Nothing(completion));
         }
-        // A figure from the one source must answer the question too ([`super::figure`]).
+        // A figure or a name from the one source must answer the question too
+        // ([`super::figure`]).
         let mut check = None;
-        if asks_a_figure(question)
-            && let Some(line) = FigureLine::find(question, answer, &sources.list()[..1])
+        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1])
         {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             if !answers {

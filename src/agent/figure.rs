@@ -12,18 +12,21 @@
 //! tickets' €20; "When is Jesse's birthday?" the day of a Valentine's dinner with Jesse.
 //! Words shared by question and line do not tell these from right answers (a line holding
 //! the figure shares a word with the question in all but one of them); reading does.
+//!
+//! A name asked for (who, where, what brand) is read the same way ([`FigureLine::find_name`]):
+//! the answer's name and the line it stands in.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use obsidian_kb::search::Tokenizer;
+use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
 use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
 use super::{Agent, AgentError};
 use crate::engine::{ChatModel, Completion};
-use crate::facts::{KnownFacts, without_marks};
+use crate::facts::{KnownFacts, names_in, without_marks};
 use crate::grammar::VERDICT_GBNF;
 use crate::prompt::Message;
 use crate::sources::{Source, cited_numbers};
@@ -52,6 +55,20 @@ pub(super) fn asks_a_figure(question: &str) -> bool {
         )
 }
 
+/// Whether `question` asks for a name: who, whose or where, what something is called or its
+/// brand ("谁", "叫什么", "什么牌子", "哪家", "在哪"). Asked what a personal vault cannot answer,
+/// Qwen2.5-1.5B named the nearest one: "出版社编辑叫什么名字？" got a running friend's name,
+/// "厨房水槽是什么牌子的" the brand of the cabinets. A figure asked for is checked as one.
+pub(super) fn asks_a_name(question: &str) -> bool {
+    static NAME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\bwho(?:m|se)?\b|\bwhere\b|\bwhat(?:\s+is|\s+was|['’]s)?\s+(?:(?:the|my|his|her|their)\s+)?(?:name|brand|make)\b|\b(?:called|named)\s*\??\s*$|谁|叫什么|什么名字|名字是什么|什么牌子|哪个?牌子|哪家|哪位|哪里|哪儿|在哪|哪个地方|哪场|哪趟|哪所|誰|どこ|何という|누구|어디",
+        )
+        .expect("valid regex")
+    });
+    !asks_a_figure(question) && NAME.is_match(question)
+}
+
 /// The figure an answer gives and the line of a source it stands in: what the check reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct FigureLine {
@@ -68,6 +85,19 @@ pub(super) struct FigureLine {
 }
 
 impl FigureLine {
+    /// The line to read an answer to `question` against, when it asks for a figure
+    /// ([`FigureLine::find`]) or a name ([`FigureLine::find_name`]); `None` for any other
+    /// question.
+    pub(super) fn checked(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+        if asks_a_figure(question) {
+            FigureLine::find(question, answer, sources)
+        } else if asks_a_name(question) {
+            FigureLine::find_name(question, answer, sources)
+        } else {
+            None
+        }
+    }
+
     /// The first figure `answer` gives that `question` does not (a date the question names is
     /// no answer to it), and the line of `sources` it stands in. Of several such lines, the
     /// one in a source the answer cites, then the one holding the figure itself (not only
@@ -82,59 +112,63 @@ impl FigureLine {
             .into_iter()
             .filter(|fact| fact.chars().any(|c| c.is_ascii_digit()))
             .find(|fact| !asked.unsupported(fact, false).is_empty())?;
-        let cited: BTreeSet<usize> = cited_numbers(&answer).into_iter().collect();
-        let mut tokenizer = Tokenizer::default();
-        let terms: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
-        // (cited, holds it itself, terms shared): the best wins, the first of a tie.
-        let mut best: Option<((bool, bool, usize), FigureLine)> = None;
-        for source in sources {
-            let label = source.label();
-            let mut heading = "";
-            // The line before, within the section: what a `paid:: 99$` line is paid for
-            // (`bought:: jacket`).
-            let mut before = "";
-            for line in source.passage.lines() {
-                let trimmed = line.trim();
-                if let Some(title) = trimmed.strip_prefix('#') {
-                    heading = title.trim_start_matches('#').trim();
-                    before = "";
-                    continue;
-                }
-                if trimmed.is_empty() {
-                    continue;
-                }
-                let above = std::mem::replace(&mut before, trimmed);
-                let holds = |texts: &[&str]| {
-                    KnownFacts::new(texts.iter().copied())
-                        .unsupported(&figure, false)
-                        .is_empty()
-                };
-                if !holds(&[&label, heading, trimmed]) {
-                    continue;
-                }
-                let shared = tokenizer
-                    .query_terms(&format!("{heading} {above} {trimmed}"))
-                    .iter()
-                    .filter(|term| terms.contains(*term))
-                    .count();
-                let rank = (cited.contains(&source.number), holds(&[trimmed]), shared);
-                if best.as_ref().is_none_or(|(b, _)| rank > *b) {
-                    let place = match heading {
-                        "" => label.clone(),
-                        _ => format!("{label} › {heading}"),
-                    };
-                    let line = FigureLine {
-                        figure: whole_figure(&answer, &figure),
-                        place,
-                        before: above.to_string(),
-                        line: trimmed.to_string(),
-                        claim: sentence_with(&answer, &figure),
-                    };
-                    best = Some((rank, line));
-                }
-            }
+        let holds = |texts: &[&str]| {
+            KnownFacts::new(texts.iter().copied())
+                .unsupported(&figure, false)
+                .is_empty()
+        };
+        let found = best_line(question, &answer, sources, |label, heading, line| {
+            holds(&[label, heading, line]).then(|| holds(&[line]))
+        })?;
+        Some(found.with(
+            whole_figure(&answer, &figure),
+            sentence_with(&answer, &figure),
+        ))
+    }
+
+    /// The name `answer` gives to a question asking for one ([`asks_a_name`]) that the
+    /// question does not, and the line of `sources` it stands in, ranked as for a figure:
+    /// "厨房水槽是欧派的" took the brand of the cabinets' line. The name is the first that
+    /// a line holds, of the words written with a capital (`crate::facts::names_in`) and,
+    /// longest first, the runs of Chinese, Japanese or Korean script, which no capital marks.
+    /// `None` when the answer names nothing a line holds.
+    pub(super) fn find_name(
+        question: &str,
+        answer: &str,
+        sources: &[Source],
+    ) -> Option<FigureLine> {
+        let answer = without_marks(answer);
+        let question_lower = question.to_lowercase();
+        let mut names: Vec<String> = names_in(&answer)
+            .into_iter()
+            .map(str::to_lowercase)
+            .filter(|name| !question_lower.contains(name.as_str()))
+            .collect();
+        names.extend(cjk_runs(&answer, question));
+        let lines: Vec<String> = sources
+            .iter()
+            .flat_map(|s| s.passage.lines())
+            .map(str::to_lowercase)
+            .collect();
+        let name = names
+            .into_iter()
+            .find(|name| lines.iter().any(|line| line.contains(name.as_str())))?;
+        let found = best_line(question, &answer, sources, |_, _, line| {
+            line.to_lowercase().contains(&name).then_some(true)
+        })?;
+        let at = answer.to_lowercase().find(&name)?;
+        let written = answer.get(at..at + name.len()).unwrap_or(&name).to_string();
+        let claim = sentence_with(&answer, &written);
+        Some(found.with(written, claim))
+    }
+
+    /// This line, checked for `figure` as the answer's `claim` gives it.
+    fn with(self, figure: String, claim: String) -> FigureLine {
+        FigureLine {
+            figure,
+            claim,
+            ..self
         }
-        best.map(|(_, line)| line)
     }
 
     /// What the check shows of the note: the line, after the line before it.
@@ -145,6 +179,106 @@ impl FigureLine {
         }
     }
 }
+
+/// The line of `sources` that `holds` the checked fact, best first: in a source `answer`
+/// cites, then holding it in the line itself (`holds` says `Some(true)`; `Some(false)`:
+/// through its note's title or heading), then sharing most search terms with `question`;
+/// the first of a tie. Its figure and claim are left to the caller.
+fn best_line(
+    question: &str,
+    answer: &str,
+    sources: &[Source],
+    holds: impl Fn(&str, &str, &str) -> Option<bool>,
+) -> Option<FigureLine> {
+    let cited: BTreeSet<usize> = cited_numbers(answer).into_iter().collect();
+    let mut tokenizer = Tokenizer::default();
+    let terms: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
+    let mut best: Option<((bool, bool, usize), FigureLine)> = None;
+    for source in sources {
+        let label = source.label();
+        let mut heading = "";
+        // The line before, within the section: what a `paid:: 99$` line is paid for
+        // (`bought:: jacket`).
+        let mut before = "";
+        for line in source.passage.lines() {
+            let trimmed = line.trim();
+            if let Some(title) = trimmed.strip_prefix('#') {
+                heading = title.trim_start_matches('#').trim();
+                before = "";
+                continue;
+            }
+            if trimmed.is_empty() {
+                continue;
+            }
+            let above = std::mem::replace(&mut before, trimmed);
+            let Some(itself) = holds(&label, heading, trimmed) else {
+                continue;
+            };
+            let shared = tokenizer
+                .query_terms(&format!("{heading} {above} {trimmed}"))
+                .iter()
+                .filter(|term| terms.contains(*term))
+                .count();
+            let rank = (cited.contains(&source.number), itself, shared);
+            if best.as_ref().is_none_or(|(b, _)| rank > *b) {
+                let place = match heading {
+                    "" => label.clone(),
+                    _ => format!("{label} › {heading}"),
+                };
+                let line = FigureLine {
+                    figure: String::new(),
+                    place,
+                    before: above.to_string(),
+                    line: trimmed.to_string(),
+                    claim: String::new(),
+                };
+                best = Some((rank, line));
+            }
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
+/// The runs of Chinese, Japanese or Korean script in `answer`, two characters or more, that
+/// `question` does not hold, longest first (of a length, first written first): where an
+/// answer in these scripts writes a name, as no capital marks one.
+fn cjk_runs(answer: &str, question: &str) -> Vec<String> {
+    let chars: Vec<char> = answer.chars().collect();
+    let mut runs: Vec<String> = Vec::new();
+    let mut start = 0;
+    while start < chars.len() {
+        if !is_cjk(chars[start]) {
+            start += 1;
+            continue;
+        }
+        let end = (start..chars.len())
+            .find(|&i| !is_cjk(chars[i]))
+            .unwrap_or(chars.len());
+        // Every piece of the run: a line holds the name, not the sentence around it.
+        for from in start..end {
+            for to in from + 2..=end.min(from + MAX_CJK_NAME) {
+                let piece: String = chars[from..to].iter().collect();
+                let bare = !piece.starts_with(PARTICLES) && !piece.ends_with(PARTICLES);
+                if bare && !question.contains(&piece) && !runs.contains(&piece) {
+                    runs.push(piece);
+                }
+            }
+        }
+        start = end;
+    }
+    // Longest first; a stable sort keeps the order written within a length.
+    runs.sort_by_key(|run| std::cmp::Reverse(run.chars().count()));
+    runs
+}
+
+/// Words around a name, never part of one ("是浩子", "欧派的"): a longer piece a line holds
+/// by chance would be taken for the name.
+const PARTICLES: &[char] = &[
+    '的', '是', '了', '在', '和', '与', '叫', '有', '为', 'は', 'が', 'の', 'を', 'に', 'で',
+];
+
+/// Characters a name in Chinese, Japanese or Korean script is read to at most.
+const MAX_CJK_NAME: usize = 8;
 
 /// Where `text` writes `fact` as a whole, not as a part of a longer number ("20" in
 /// "2022").
@@ -409,5 +543,80 @@ mod tests {
             FigureLine::find("How many pushups?", "You did 35 pushups [1].", &sources),
             None
         );
+    }
+
+    #[test]
+    fn questions_asking_for_a_name_are_told_from_others() {
+        for question in [
+            "Who fixed the boiler?",
+            "Where did I buy the kettle?",
+            "What's the name of the bakery?",
+            "What brand is my kettle?",
+            "找我出书的那个出版社编辑叫什么名字？",
+            "厨房水槽是什么牌子的",
+            "在哪买的",
+            "谁推荐的",
+        ] {
+            assert!(asks_a_name(question), "{question}");
+        }
+        for question in [
+            "When is Jesse's birthday?",
+            "How do I undo that?",
+            "谁的生日是几号？",
+            "为什么要备份",
+        ] {
+            assert!(!asks_a_name(question), "{question}");
+        }
+    }
+
+    #[test]
+    fn the_line_a_name_stands_in_is_found_in_any_script() {
+        let sources = [source(
+            1,
+            "厨房翻新",
+            "## 预算\n| 橱柜（欧派） | ¥12,000 |\n| 水槽+龙头 | ¥1,000 |",
+        )];
+        let found =
+            FigureLine::find_name("厨房水槽是什么牌子的", "厨房水槽是欧派的。[1]", &sources)
+                .expect("a name in a line");
+        assert_eq!(found.figure, "欧派");
+        assert_eq!(found.place, "厨房翻新 › 预算");
+        assert_eq!(found.line, "| 橱柜（欧派） | ¥12,000 |");
+        assert_eq!(found.claim, "厨房水槽是欧派的。");
+
+        let sources = [source(
+            2,
+            "2024-06-02",
+            "- Coffee with Sam Lee, he starts at the bakery\n- Rain all day",
+        )];
+        let found = FigureLine::find_name(
+            "Who is my dentist?",
+            "Your dentist is Sam Lee [2].",
+            &sources,
+        )
+        .expect("a name in a line");
+        assert_eq!(found.figure, "Sam");
+        assert_eq!(found.line, "- Coffee with Sam Lee, he starts at the bakery");
+        // A name the question gives, or one no line holds, is not checked.
+        assert_eq!(
+            FigureLine::find_name("Who is Sam?", "Sam is a baker [2].", &sources),
+            None
+        );
+        assert_eq!(
+            FigureLine::find_name("Who is my dentist?", "Dr. Okafor [2].", &sources),
+            None
+        );
+    }
+
+    #[test]
+    fn runs_of_chinese_script_are_read_longest_first_without_particles() {
+        let runs = cjk_runs("编辑的名字是浩子。", "编辑叫什么名字？");
+        assert_eq!(runs[0], "编辑的名字是浩子");
+        assert!(runs.contains(&"浩子".to_string()));
+        assert!(!runs.contains(&"是浩子".to_string()));
+        assert!(!runs.contains(&"编辑的".to_string()));
+        // The question's own words are no answer.
+        assert!(!runs.contains(&"编辑".to_string()));
+        assert!(!runs.contains(&"名字".to_string()));
     }
 }

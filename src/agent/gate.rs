@@ -43,6 +43,14 @@ impl<'k> FactGate<'k> {
         }
     }
 
+    /// This gate withholding the whole answer, from its first word, until
+    /// [`FactGate::release`]: a name asked for is read against its line once the answer is
+    /// whole (`super::figure`), and a name in Chinese script is no fact the gate can see.
+    pub(super) fn withholding_all(mut self) -> FactGate<'k> {
+        self.withheld = Some(String::new());
+        self
+    }
+
     /// The checked text withheld from its first clause stating a fact to the end, when the
     /// gate withholds facts and the answer stated one; `None` otherwise.
     pub(super) fn withheld(&self) -> Option<&str> {
