@@ -41,6 +41,10 @@ const REREAD_CHARS: usize = 1600;
 /// ([`support::held_share`]).
 const REREAD_HELD_SHARE: f32 = 0.5;
 
+/// What the answer instruction says after a question naming a day that no note is dated
+/// within ([`Asked::undated`]).
+const UNDATED: &str = "No note is dated on the day it asks about.";
+
 /// The question the answer step answers, with what it means beyond its own words.
 #[derive(Debug, Clone)]
 pub(super) struct Asked<'a> {
@@ -51,6 +55,10 @@ pub(super) struct Asked<'a> {
     pub(super) restated: Option<&'a str>,
     /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
+    /// Whether the question names a day or a period that no note is dated within: a small
+    /// model otherwise answers from the notes of other days ("圣诞节那天做了什么" got a list
+    /// of ten things done on five other days).
+    pub(super) undated: bool,
     /// Who the question points at without naming them, found by a link from the line the
     /// question describes ("The person it asks about is Elias (source 6).").
     pub(super) someone: Option<String>,
@@ -68,11 +76,15 @@ impl<'a> Asked<'a> {
     /// instead ("And video?" got the image formats asked before; 16 fresh conversations,
     /// keyword written 8 → 6).
     fn context(&self) -> Option<String> {
-        let period = self.period.map(|period| format!("It asks about {period}."));
-        match (period, &self.someone) {
-            (Some(period), Some(someone)) => Some(format!("{period} {someone}")),
-            (period, someone) => period.or_else(|| someone.clone()),
-        }
+        let said: Vec<String> = [
+            self.period.map(|period| format!("It asks about {period}.")),
+            self.undated.then(|| UNDATED.to_string()),
+            self.someone.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!said.is_empty()).then(|| said.join(" "))
     }
 }
 
@@ -266,8 +278,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // A figure or a name from the one source must answer the question too
         // ([`super::figure`]).
         let mut check = None;
-        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1])
-        {
+        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1]) {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             if !answers {
                 return Ok(Reading::Nothing(completion));

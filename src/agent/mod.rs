@@ -67,6 +67,7 @@ use crate::vault::VaultTools;
 
 use answer::{Answered, Asked, Reading, quote_sources};
 use gate::HoldBack;
+use retrieve::Opened;
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");
@@ -320,16 +321,22 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let query = restated.as_deref().unwrap_or(&searched.query);
         let days =
             retrieve::period_asked(question, &searched.query, conversation, self.options.today);
-        let (retrieved, period) = match &vault {
+        let opened = match &vault {
             Some(vault) => self.open(vault, query, days, &tools, conversation, &mut gathered)?,
-            None => (false, days.map(|days| days.period)),
+            None => Opened {
+                ran: false,
+                period: days.map(|days| days.period),
+                undated: false,
+            },
         };
+        let retrieved = opened.ran;
         // A follow-up naming a day by another ("And the night before?") is answered about
         // that day only when told which it is.
         let asked = Asked {
             question,
             restated: restated.as_deref(),
-            period: period.filter(|_| searched.leans),
+            period: opened.period.filter(|_| searched.leans),
+            undated: opened.undated,
             someone: gathered.someone.clone(),
         };
         let asked = &asked;

@@ -206,6 +206,17 @@ fn day_talked_about(conversation: &[Message], today: NaiveDate) -> Option<Period
     })
 }
 
+/// What the opening searches did ([`Agent::open`]).
+pub(super) struct Opened {
+    /// Whether a search ran.
+    pub(super) ran: bool,
+    /// The period searched last: the one with notes, if any had.
+    pub(super) period: Option<Period>,
+    /// Whether a period was searched and no note is dated within it (nor, for days named
+    /// without their year, on the same days of the years before).
+    pub(super) undated: bool,
+}
+
 /// Years before the latest that a day named without its year is looked for in, while none
 /// has a note: a person asking "what did I do on Jan 9th" of a vault of 2024 in 2026 means
 /// 2024's.
@@ -257,8 +268,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// day, and the vault knows each note's dates. Days named without their year ("on Jan
     /// 9th") are the latest ones first, then the same days each year before while none has
     /// a note, [`YEARS_BACK`] at most. The question searched as asked (`query`) fills the
-    /// passages left. Returns whether a search ran, and the period searched last (the one
-    /// with notes, if any had).
+    /// passages left.
     pub(super) fn open(
         &mut self,
         vault: &VaultTools,
@@ -267,8 +277,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         tools: &[ToolSpec],
         conversation: &mut Vec<Message>,
         gathered: &mut Gathered,
-    ) -> Result<(bool, Option<Period>), AgentError> {
+    ) -> Result<Opened, AgentError> {
         let mut ran = false;
+        let mut dated_found = false;
         let mut searched = days.map(|days| days.period);
         let mut years = match days {
             Some(days) if days.yearless => YEARS_BACK,
@@ -278,7 +289,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let known = gathered.sources.list().len();
             let dated = opening(query, RETRIEVED_PASSAGES, Some(period));
             ran |= self.retrieve(vault, &dated, tools, conversation, gathered)?;
-            if gathered.sources.list().len() > known || years == 0 {
+            dated_found = gathered.sources.list().len() > known;
+            if dated_found || years == 0 {
                 break;
             }
             years -= 1;
@@ -293,7 +305,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             ran |= self.retrieve(vault, &plain, tools, conversation, gathered)?;
         }
         self.follow_pointed(vault, query, tools, conversation, gathered)?;
-        Ok((ran, searched))
+        Ok(Opened {
+            ran,
+            undated: searched.is_some() && !dated_found,
+            period: searched,
+        })
     }
 
     /// A search the agent makes itself, through the vault's search tool like any call, its

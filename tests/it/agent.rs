@@ -1418,7 +1418,7 @@ fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
 
 /// A question naming a day is searched within it first (relative days counted from the
 /// options' `today`), and the question as asked fills the passages left; a period no note is
-/// about leaves no trace in the conversation.
+/// about leaves no trace in the conversation, and the answer step is told no note is of it.
 #[test]
 fn a_question_naming_a_day_is_searched_within_it_first() {
     let (_dir, vault) = temp_vault(&[
@@ -1464,6 +1464,12 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert!(!calls[0].content.contains("from="), "{}", calls[0].content);
     assert_eq!(ipython_messages(&conversation).len(), 2);
+    // The answer step is told so; a day with a note is not said to have none.
+    let undated = "No note is dated on the day it asks about.";
+    assert!(model.prompts[0].contains(undated), "{}", model.prompts[0]);
+    let mut model = ScriptedModel::new(["Ramen with Ana [1]."], 8192);
+    rig.ask(&mut model, options(), "What did I eat yesterday?");
+    assert!(!model.prompts[0].contains(undated), "{}", model.prompts[0]);
 
     // A day named without its year is the latest one first, then the same day a year
     // before, while none has a note (asked in 2023 of notes of 2021); the days with none
