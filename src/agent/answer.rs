@@ -18,6 +18,7 @@ use super::cite::{OpeningSources, unattributed};
 use super::figure::{FigureLine, asks_a_figure, asks_a_name};
 use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
+use super::retrieve::names_day;
 use super::subject::Subject;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
@@ -26,7 +27,7 @@ use crate::grammar::ANSWER_GBNF;
 use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
-use crate::sources::{Sources, cited_numbers, headers_for_answer, without_copied_headers};
+use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
 use crate::support::{self, Adds};
 use crate::tool::ToolHost;
 
@@ -55,10 +56,11 @@ pub(super) struct Asked<'a> {
     pub(super) restated: Option<&'a str>,
     /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
-    /// Whether the question names a day or a period that no note is dated within: a small
-    /// model otherwise answers from the notes of other days ("圣诞节那天做了什么" got a list
-    /// of ten things done on five other days).
-    pub(super) undated: bool,
+    /// The day or period the question names, when no note is dated within it: a small model
+    /// otherwise answers from the notes of other days ("圣诞节那天做了什么" got a list of ten
+    /// things done on five other days, told that no note is of that day). The answer must
+    /// then stand on a source naming the day ([`names_day`]).
+    pub(super) undated: Option<Period>,
     /// Who the question points at without naming them, found by a link from the line the
     /// question describes ("The person it asks about is Elias (source 6).").
     pub(super) someone: Option<String>,
@@ -78,7 +80,7 @@ impl<'a> Asked<'a> {
     fn context(&self) -> Option<String> {
         let said: Vec<String> = [
             self.period.map(|period| format!("It asks about {period}.")),
-            self.undated.then(|| UNDATED.to_string()),
+            self.undated.map(|_| UNDATED.to_string()),
             self.someone.clone(),
         ]
         .into_iter()
@@ -118,7 +120,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known, asks_a_figure(question));
-        if asks_a_name(question) {
+        if asks_a_name(question) || asked.undated.is_some() {
             gate = gate.withholding_all();
         }
         // What of the answer reached the user before a made-up fact closed the gate: it stays
@@ -160,6 +162,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .replace("{}", &line.figure);
                 return Ok(withdrawn(&shown, &said, completion, check, on_text));
             }
+        }
+        if !self.on_the_day(asked, &completion.text, sources.list()) {
+            tracing::debug!("the answer stands on no source naming the day asked about");
+            let said = answer_lines(language).notes_lack_it;
+            return Ok(withdrawn(&shown, said, completion, check, on_text));
         }
         gate.release(&mut |checked| restating.pass(checked, &mut show));
         let mut answer = completion.text.trim().to_string();
@@ -285,6 +292,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
             check = checked;
         }
+        if !self.on_the_day(asked, answer, &sources.list()[..1]) {
+            return Ok(Reading::Nothing(completion));
+        }
         // It came from source 1, whether or not it says so.
         let opening_from = cited_numbers(&own)
             .is_empty()
@@ -298,6 +308,24 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             notes_lack_it: false,
             check,
         })))
+    }
+
+    /// Whether `answer` may stand as one to a question about days no note is dated on
+    /// ([`Asked::undated`]): when it says the notes lack it, or a source it cites (any, when
+    /// it cites none) names one of those days. Always, for any other question.
+    fn on_the_day(&self, asked: &Asked, answer: &str, sources: &[Source]) -> bool {
+        let Some(days) = asked.undated else {
+            return true;
+        };
+        let cited = cited_numbers(answer);
+        says_notes_lack_it(answer)
+            || sources
+                .iter()
+                .filter(|s| cited.is_empty() || cited.contains(&s.number))
+                .any(|s| {
+                    let text = format!("{}\n{}", s.text, s.passage);
+                    names_day(&text, days, self.options.today)
+                })
     }
 
     /// Generates the answer to `messages` (rendered by the answer template), streamed to

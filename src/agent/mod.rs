@@ -326,7 +326,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             None => Opened {
                 ran: false,
                 period: days.map(|days| days.period),
-                undated: false,
+                undated: None,
             },
         };
         let retrieved = opened.ran;

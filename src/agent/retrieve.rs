@@ -1,7 +1,9 @@
 //! The searches the agent makes itself, before the model decides anything: the opening search
 //! for the question as asked, and the wider one after an answer that the notes do not say.
 
-use chrono::NaiveDate;
+use std::collections::BTreeSet;
+
+use chrono::{Datelike, NaiveDate};
 use obsidian_kb::api;
 use obsidian_kb::dates::{self, Period};
 use obsidian_kb::search::Tokenizer;
@@ -212,9 +214,28 @@ pub(super) struct Opened {
     pub(super) ran: bool,
     /// The period searched last: the one with notes, if any had.
     pub(super) period: Option<Period>,
-    /// Whether a period was searched and no note is dated within it (nor, for days named
-    /// without their year, on the same days of the years before).
-    pub(super) undated: bool,
+    /// The period searched, when no note is dated within it (nor, for days named without
+    /// their year, on the same days of the years before).
+    pub(super) undated: Option<Period>,
+}
+
+/// Whether `text` names one of `days` as a written date or a holiday, in any year (a day
+/// asked without its year was looked for in several): what a passage must do to answer a
+/// question about days no note is dated on. `today`: what relative dates count from.
+pub(super) fn names_day(text: &str, days: Period, today: NaiveDate) -> bool {
+    // A year at most: a period longer is no day a passage must name.
+    let month_days = |period: Period| {
+        period
+            .from
+            .iter_days()
+            .take_while(move |day| *day <= period.to)
+            .take(366)
+            .map(|day| (day.month(), day.day()))
+    };
+    let asked: BTreeSet<(u32, u32)> = month_days(days).collect();
+    dates::mentioned(text, today)
+        .into_iter()
+        .any(|mention| month_days(mention.period).any(|day| asked.contains(&day)))
 }
 
 /// Years before the latest that a day named without its year is looked for in, while none
@@ -307,7 +328,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         self.follow_pointed(vault, query, tools, conversation, gathered)?;
         Ok(Opened {
             ran,
-            undated: searched.is_some() && !dated_found,
+            undated: searched.filter(|_| !dated_found),
             period: searched,
         })
     }
@@ -474,5 +495,19 @@ mod tests {
             searched_for("And the helmet?", &conversation).query,
             "How much did the new bike cost in the spring? And the helmet?"
         );
+    }
+
+    #[test]
+    fn a_passage_names_a_day_in_any_year_written_or_as_a_holiday() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
+        let christmas = Period::day(NaiveDate::from_ymd_opt(2025, 12, 25).unwrap());
+        assert!(names_day("- 12月25日 在妈家吃饭", christmas, today));
+        assert!(names_day("Christmas Day at Orla's, 2019", christmas, today));
+        assert!(names_day("## 2023-12-25\nturkey", christmas, today));
+        assert!(!names_day("- 12月21日 冬至 吃了汤圆", christmas, today));
+        assert!(!names_day("Christmas presents: gloves", christmas, today));
+        let march = Period::month(2022, 3).unwrap();
+        assert!(names_day("paid on 3 March", march, today));
+        assert!(!names_day("paid on 3 April", march, today));
     }
 }

@@ -1155,11 +1155,24 @@ fn a_day_asked_about_that_no_source_holds_is_no_answer() {
     );
     assert!(turn.citations.iter().all(|c| !c.cited));
 
-    // The pump's own figure, without the day, is an answer.
+    // The pump's own figure, without the day, answers a question without one. Asked of a
+    // day that no note is dated on, it stands on no source naming that day: the notes do
+    // not say what the pump did then (the closest passages follow).
     let answer = "The pump delivers 1,200 litres per hour [1].";
     let mut model = ScriptedModel::new([answer], 8192);
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "How much water does the pump deliver?",
+    );
     assert_eq!(turn.answer, answer);
+    let mut model = ScriptedModel::new([answer; 5], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
+    assert!(
+        turn.answer.starts_with("The notes do not say"),
+        "{}",
+        turn.answer
+    );
 }
 
 /// A date asked about someone named must stand where they are: a daily note's day is no
@@ -1449,24 +1462,32 @@ fn a_question_naming_a_day_is_searched_within_it_first() {
         model.prompts[0]
     );
 
-    // No note is about 1 January 1999: only the search without a period is in the prompt.
-    let mut model = ScriptedModel::new(["Ramen [1]."], 8192);
+    // No note is about 1 January 1999: only the search without a period is in the prompt,
+    // and an answer from a source that does not name that day is none.
+    let mut model = ScriptedModel::new(["Ramen [1]."; 5], 8192);
     let (turn, conversation_1999) =
         rig.ask(&mut model, options(), "What did I eat on 1 January 1999?");
-    assert_eq!(
-        turn.steps.iter().filter(|s| s.kind == "retrieve").count(),
-        2
-    );
+    let searches: Vec<_> = turn.steps.iter().filter(|s| s.kind == "retrieve").collect();
+    assert_eq!(searches[0].calls[0].arguments["from"], "1999-01-01");
+    assert!(searches[1].calls[0].arguments.get("from").is_none());
     let calls: Vec<_> = conversation_1999
         .iter()
         .filter(|m| m.role == Role::Assistant && m.content.starts_with("[search_notes("))
         .collect();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    assert!(!calls[0].content.contains("from="), "{}", calls[0].content);
+    assert!(!calls.is_empty());
+    assert!(
+        calls.iter().all(|call| !call.content.contains("from=")),
+        "{calls:?}"
+    );
     assert_eq!(ipython_messages(&conversation).len(), 2);
     // The answer step is told so; a day with a note is not said to have none.
     let undated = "No note is dated on the day it asks about.";
     assert!(model.prompts[0].contains(undated), "{}", model.prompts[0]);
+    assert!(
+        turn.answer.starts_with("The notes do not say"),
+        "{}",
+        turn.answer
+    );
     let mut model = ScriptedModel::new(["Ramen with Ana [1]."], 8192);
     rig.ask(&mut model, options(), "What did I eat yesterday?");
     assert!(!model.prompts[0].contains(undated), "{}", model.prompts[0]);
