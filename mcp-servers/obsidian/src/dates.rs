@@ -271,12 +271,7 @@ fn period_of(c: &Captures, today: NaiveDate) -> Option<Period> {
         return Period::year(year("yv")?);
     }
     if c.name("holiday").is_some() {
-        let (month, day, days) = holidays::days_of(c.name("hn")?.as_str())?;
-        let first = day_in(year("hy1").or(year("hy2")), month, day, today)?.from;
-        return Some(Period {
-            from: first,
-            to: first + Duration::days(days - 1),
-        });
+        return holidays::period(c.name("hn")?.as_str(), year("hy1").or(year("hy2")), today);
     }
     if c.name("cjk").is_some() {
         let month = num("cm")?;

@@ -1,11 +1,23 @@
-//! Holidays that fall on the same day every year, by the names people write them with: a
-//! question asks "what did we eat on Christmas Eve?" or "圣诞节那天做了什么", not "on 24
-//! December". Holidays of the lunar calendar (春节, 中秋, 端午) move from year to year and are
-//! not read.
+//! Holidays, by the names people write them with: a question asks "what did we eat on
+//! Christmas Eve?", "easter sunday, what did we do" or "圣诞节那天做了什么", not "on 24
+//! December". Those on a fixed day and those counted from Easter (with the `computus` crate)
+//! are read; those of the lunar calendar (春节, 中秋, 端午) are not yet.
 
 use std::sync::LazyLock;
 
+use chrono::{Datelike, Duration, NaiveDate};
 use regex::Regex;
+
+use super::{Period, ymd};
+
+/// When a holiday falls in a year.
+#[derive(Clone, Copy)]
+enum Falls {
+    /// On this month and day.
+    On(u32, u32),
+    /// This many days after Easter Sunday (before it, when negative).
+    FromEaster(i64),
+}
 
 /// A holiday: its names, the day it starts and how many days it lasts.
 struct Holiday {
@@ -17,8 +29,8 @@ struct Holiday {
     /// Names in Chinese, Japanese or Korean script, which no word boundary marks (圣诞 alone
     /// is as often 圣诞礼物 as the day). Empty: none.
     other: &'static str,
-    month: u32,
-    day: u32,
+    falls: Falls,
+    /// How many days it lasts.
     days: i64,
 }
 
@@ -26,8 +38,16 @@ const fn holiday(latin: &'static str, other: &'static str, month: u32, day: u32)
     Holiday {
         latin,
         other,
-        month,
-        day,
+        falls: Falls::On(month, day),
+        days: 1,
+    }
+}
+
+const fn from_easter(latin: &'static str, other: &'static str, days_after: i64) -> Holiday {
+    Holiday {
+        latin,
+        other,
+        falls: Falls::FromEaster(days_after),
         days: 1,
     }
 }
@@ -66,6 +86,16 @@ const HOLIDAYS: &[Holiday] = &[
         days: 7,
         ..holiday("", r"国庆节?|國慶節?", 10, 1)
     },
+    from_easter(
+        r"easter\s+(?:sunday|day)|(?:on|at|over)\s+easter",
+        r"复活节|復活節|イースター|부활절",
+        0,
+    ),
+    from_easter(r"easter\s+monday", "", 1),
+    from_easter(r"good\s+friday", r"耶稣受难日", -2),
+    from_easter(r"(?:holy|maundy)\s+thursday", "", -3),
+    from_easter(r"palm\s+sunday", "", -7),
+    from_easter(r"shrove\s+tuesday|pancake\s+day", "", -47),
 ];
 
 /// Every holiday's names as one alternation, for the pattern of the dates a text names.
@@ -83,9 +113,9 @@ pub(super) fn names() -> String {
     format!(r"\b(?:{})\b|{}", latin.join("|"), other.join("|"))
 }
 
-/// The days of the holiday `name` names (as [`names`] matched it) in `year`: its month,
-/// its first day and how many days it lasts.
-pub(super) fn days_of(name: &str) -> Option<(u32, u32, i64)> {
+/// The days of the holiday `name` names (as [`names`] matched it) in `year`, or else the
+/// latest time it fell on or before `today`.
+pub(super) fn period(name: &str, year: Option<i32>, today: NaiveDate) -> Option<Period> {
     static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         HOLIDAYS
             .iter()
@@ -99,10 +129,34 @@ pub(super) fn days_of(name: &str) -> Option<(u32, u32, i64)> {
             .collect()
     });
     let name = name.trim();
-    EACH.iter()
+    let (_, holiday) = EACH
+        .iter()
         .zip(HOLIDAYS)
-        .find(|(names, _)| names.is_match(name))
-        .map(|(_, h)| (h.month, h.day, h.days))
+        .find(|(names, _)| names.is_match(name))?;
+    let first = match year {
+        Some(year) => holiday.first_day(year)?,
+        None => match holiday.first_day(today.year())? {
+            day if day <= today => day,
+            _ => holiday.first_day(today.year() - 1)?,
+        },
+    };
+    Some(Period {
+        from: first,
+        to: first + Duration::days(holiday.days - 1),
+    })
+}
+
+impl Holiday {
+    /// Its first day in `year`.
+    fn first_day(&self, year: i32) -> Option<NaiveDate> {
+        match self.falls {
+            Falls::On(month, day) => ymd(year, month, day),
+            Falls::FromEaster(after) => {
+                let easter = computus::gregorian_naive(year).ok()?;
+                Some(easter + Duration::days(after))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -149,6 +203,15 @@ mod tests {
             day("2026-10-31", true)
         );
         assert_eq!(named("元旦去哪了"), day("2026-01-01", true));
+        assert_eq!(
+            named("easter sunday, what did we do"),
+            day("2026-04-05", true)
+        );
+        assert_eq!(
+            named("What did I do on Good Friday 2023?"),
+            day("2023-04-07", false)
+        );
+        assert_eq!(named("复活节"), day("2026-04-05", true));
         assert_eq!(
             named("国庆去哪玩了"),
             vec![("2026-10-01".to_string(), "2026-10-07".to_string(), true)]
