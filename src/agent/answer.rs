@@ -380,7 +380,7 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
         m.role == Role::User
             && (m.content.contains(question) || m.content.contains(asked.question.trim()))
     };
-    let subject = Subject::of(question);
+    let subject = Subject::of(question, sources.list());
     let given: Vec<String> = messages
         .iter()
         .filter(|m| !asking(m))

@@ -52,7 +52,7 @@ impl<'a> OwnWords<'a> {
             sources,
             wanted,
             addresses: (wanted == Some(Wanted::Email))
-                .then(|| about_subject(Subject::of(question).as_ref(), sources)),
+                .then(|| about_subject(Subject::of(question, sources).as_ref(), sources)),
             names_unknown: names_unknown(question, sources),
         }
     }

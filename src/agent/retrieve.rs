@@ -215,7 +215,7 @@ pub(super) struct Opened {
     /// The period searched last: the one with notes, if any had.
     pub(super) period: Option<Period>,
     /// The period searched, when no note is dated within it (nor, for days named without
-    /// their year, on the same days of the years before).
+    /// their year, on the same days of the years before) and it is a week at most.
     pub(super) undated: Option<Period>,
 }
 
@@ -237,6 +237,11 @@ pub(super) fn names_day(text: &str, days: Period, today: NaiveDate) -> bool {
         .into_iter()
         .any(|mention| month_days(mention.period).any(|day| asked.contains(&day)))
 }
+
+/// Days a period asked about may last to be one an answer must name ([`Opened::undated`]): a
+/// day, a weekend, a week, a holiday. A month or a year no note is dated in ("this year",
+/// asked of a vault of years before) is answered from what the notes say of it in words.
+const UNDATED_DAYS: i64 = 7;
 
 /// Years before the latest that a day named without its year is looked for in, while none
 /// has a note: a person asking "what did I do on Jan 9th" of a vault of 2024 in 2026 means
@@ -328,7 +333,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         self.follow_pointed(vault, query, tools, conversation, gathered)?;
         Ok(Opened {
             ran,
-            undated: searched.filter(|_| !dated_found),
+            undated: searched
+                .filter(|days| !dated_found && (days.to - days.from).num_days() < UNDATED_DAYS),
             period: searched,
         })
     }

@@ -10,6 +10,7 @@
 //! them: a source whose title or headings name them, whole; else its lines that name them,
 //! under its header (a daily note's day is the day of each line in it). Pure.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -30,6 +31,10 @@ pub(super) enum Wanted {
     /// what the source was about instead ("How many supporter licenses have been sold?" got
     /// "The Catalyst license is a one-time purchase that …"; three of 28 such help questions).
     Amount,
+    /// "What time was the hearing test?", "约的几点": a time of day. Asked what the notes
+    /// cannot answer, Qwen2.5-1.5B gave the day instead ("what time was mam's hearing test"
+    /// got "19 April").
+    Time,
     /// "Hotkey to print the current note?", "Keyboard shortcut to …?": a key or a key
     /// combination, or a plain word that there is none. Asked what the notes cannot answer,
     /// Qwen2.5-1.5B named a command or a setting instead ("use the command `Templates: Insert
@@ -50,12 +55,15 @@ impl Wanted {
         });
         static PHONE: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|(?:['’]s|\b(?:my|your|his|her|their))\s+(?:phone|mobile)\b|电话号码|手机号|電話番号|전화\s*번호|(?:电话|手机)(?:是?多少|(?:是什么)?\s*[？?]?\s*$)",
+                r"(?i)\b(?:phone|telephone|mobile|cell)\s+number\b|(?:['’]s|\b(?:my|your|his|her|their))\s+(?:phone|mobile|number)\b|电话号码|手机号|電話番号|전화\s*번호|(?:电话|手机)(?:是?多少|(?:是什么)?\s*[？?]?\s*$)",
             )
             .expect("valid regex")
         });
         static AMOUNT: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r"(?i)\bhow\s+(?:much|many)\b").expect("valid regex"));
+        static TIME: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)\bwhat\s+time\b|几点|幾點|몇\s*시").expect("valid regex")
+        });
         static KEYS: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
                 r"(?i)\b(?:hot-?keys?|(?:keyboard\s+)?shortcuts?|key\s+combinations?|which\s+keys?|what\s+keys?)\b|快捷键|ショートカット|단축키",
@@ -66,6 +74,8 @@ impl Wanted {
             Some(Wanted::Email)
         } else if PHONE.is_match(question) {
             Some(Wanted::Phone)
+        } else if TIME.is_match(question) {
+            Some(Wanted::Time)
         } else if AMOUNT.is_match(question) {
             Some(Wanted::Amount)
         } else if KEYS.is_match(question) {
@@ -107,7 +117,15 @@ impl Wanted {
             )
             .expect("valid regex")
         });
+        // A clock time, or a time of day said in words.
+        static TIME: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h)\b|o['’]clock|\b(?:noon|midday|midnight|morning|afternoon|evening|lunchtime)\b|\bhalf\s+(?:past\s+)?\w+|\bquarter\s+(?:past|to)\b|[点點時시]|上午|下午|晚上|中午|早上",
+            )
+            .expect("valid regex")
+        });
         match self {
+            Wanted::Time => TIME.is_match(&without_marks(text)),
             Wanted::Keys => KEY.is_match(&without_marks(text)),
             Wanted::Email => EMAIL.is_match(text),
             Wanted::Phone => DIGITS
@@ -162,8 +180,10 @@ pub(super) struct Subject {
 
 impl Subject {
     /// The subject of `question`, when it asks for such a fact about someone or something it
-    /// names; `None` otherwise (also for a question with no capitals, as Chinese has none).
-    pub(super) fn of(question: &str) -> Option<Subject> {
+    /// names: with a capital, or in any case a word that `sources` write only with one
+    /// ([`capitalised_only`]: "how much did liam quote for the gutters" names Liam). `None`
+    /// otherwise (also for a question in Chinese, which has no capitals).
+    pub(super) fn of(question: &str, sources: &[Source]) -> Option<Subject> {
         static ASKS_A_FACT: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long)\b|\b(?:what|which)\s+year\b|\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
                 .expect("valid regex")
@@ -198,6 +218,17 @@ impl Subject {
                 .find_iter(question)
                 .map(|id| id.as_str().to_lowercase()),
         );
+        let written = capitalised_only(sources);
+        for word in words(question) {
+            let word = word
+                .strip_suffix("'s")
+                .or_else(|| word.strip_suffix("’s"))
+                .unwrap_or(word)
+                .to_lowercase();
+            if written.contains(&word) && !names.contains(&word) {
+                names.push(word);
+            }
+        }
         names.extend(numbers);
         names.retain(|name| Some(name) != fact.as_ref());
         (!names.is_empty()).then_some(Subject { names })
@@ -254,6 +285,31 @@ impl Subject {
     }
 }
 
+/// The words `sources` write with a capital and never without one (titles and passages),
+/// lowercase: names, as a person typing a question in lowercase means them ("tadhg's
+/// number"). A word of a sentence's opening is also written in lowercase somewhere, mostly.
+fn capitalised_only(sources: &[Source]) -> HashSet<String> {
+    let mut capitalised = HashSet::new();
+    let mut lowercase = HashSet::new();
+    for source in sources {
+        for text in [&source.title, &source.passage] {
+            for word in words(text) {
+                let word = word
+                    .strip_suffix("'s")
+                    .or_else(|| word.strip_suffix("’s"))
+                    .unwrap_or(word);
+                match word.chars().next() {
+                    Some(c) if c.is_uppercase() => capitalised.insert(word.to_lowercase()),
+                    Some(c) if c.is_lowercase() => lowercase.insert(word.to_string()),
+                    _ => false,
+                };
+            }
+        }
+    }
+    capitalised.retain(|word| word.chars().count() >= 3 && !lowercase.contains(word));
+    capitalised
+}
+
 /// The numbers `question` gives as what a thing is, joined to its noun ("347" in "the
 /// 347-page book", "a 10-day trip"). Only so: a number asked about in other words ("week 39",
 /// "a 404", "100 pixels wide", "more than 50 aliases") is often one the answer's lines never
@@ -281,7 +337,7 @@ mod tests {
     use super::*;
 
     fn names(question: &str) -> Option<Vec<String>> {
-        Subject::of(question).map(|s| s.names)
+        Subject::of(question, &[]).map(|s| s.names)
     }
 
     #[test]
@@ -364,7 +420,7 @@ mod tests {
         ] {
             assert_eq!(names(question), None, "{question}");
         }
-        let pages = Subject::of("Who wrote the 347-page book I haven't started yet?").unwrap();
+        let pages = Subject::of("Who wrote the 347-page book I haven't started yet?", &[]).unwrap();
         assert_eq!(
             pages.about("books_4", "author: Conrad C\ntotalPages: 235"),
             ""
@@ -422,7 +478,7 @@ mod tests {
 
     #[test]
     fn only_the_text_about_the_subject_is_kept() {
-        let priya = Subject::of("When is Priya's birthday?").unwrap();
+        let priya = Subject::of("When is Priya's birthday?", &[]).unwrap();
         let results = "[1] Journal › 2025-02-14 › Log\n- Elif's birthday, baklava for all\n\
                        - worked on Harbor\n\n\
                        [2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
@@ -439,5 +495,48 @@ mod tests {
         );
         // A name is a whole word: "Priyanka" is someone else.
         assert_eq!(priya.about("Contacts", "Priyanka: 06 1234"), "");
+    }
+
+    #[test]
+    fn a_time_of_day_asked_for_is_a_clock_time_or_a_time_in_words() {
+        for question in ["what time was mam's hearing test", "约的几点？"] {
+            assert_eq!(
+                Wanted::in_question(question),
+                Some(Wanted::Time),
+                "{question}"
+            );
+        }
+        assert_eq!(Wanted::in_question("tadhg's number"), Some(Wanted::Phone));
+        for answer in ["At 10:30 [1].", "Half past ten.", "下午3点", "at 9am"] {
+            assert!(Wanted::Time.held_in(answer), "{answer}");
+        }
+        assert!(!Wanted::Time.held_in("The hearing test was on 19 April [1]."));
+    }
+
+    #[test]
+    fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
+        let source = Source {
+            number: 1,
+            uri: "note://Journal/2023-01-28".into(),
+            title: "2023-01-28".into(),
+            heading_path: Vec::new(),
+            link: String::new(),
+            text: String::new(),
+            passage: "- Liam (gutters) 085 118 4476, got it off Tadhg\n- quote for the gutters"
+                .into(),
+        };
+        assert_eq!(
+            Subject::of(
+                "how much did liam quote for the gutters",
+                std::slice::from_ref(&source)
+            )
+            .map(|s| s.names),
+            Some(vec!["liam".into()])
+        );
+        // A word the sources write in lowercase too is no name.
+        assert_eq!(
+            Subject::of("how much was the quote", std::slice::from_ref(&source)),
+            None
+        );
     }
 }

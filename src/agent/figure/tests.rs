@@ -174,6 +174,8 @@ fn questions_asking_for_a_name_are_told_from_others() {
         "厨房水槽是什么牌子的",
         "在哪买的",
         "谁推荐的",
+        "name of the hotel we stayed in",
+        "which garlic variety did i put in",
     ] {
         assert!(asks_a_name(question), "{question}");
     }
@@ -182,6 +184,7 @@ fn questions_asking_for_a_name_are_told_from_others() {
         "How do I undo that?",
         "谁的生日是几号？",
         "为什么要备份",
+        "Which file formats can I embed?",
     ] {
         assert!(!asks_a_name(question), "{question}");
     }
