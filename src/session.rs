@@ -426,6 +426,7 @@ impl Workbench {
             cancel: self.interrupt.token(),
             today: agent_args.today.unwrap_or_else(obsidian_kb::dates::today),
             restate: agent_args.restate,
+            check_names: agent_args.check_names,
         }
     }
 

@@ -120,7 +120,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known, asks_a_figure(question));
-        if asks_a_name(question) || asked.undated.is_some() {
+        let names = self.options.check_names;
+        if (names && asks_a_name(question)) || asked.undated.is_some() {
             gate = gate.withholding_all();
         }
         // What of the answer reached the user before a made-up fact closed the gate: it stays
@@ -152,7 +153,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // in is read as the answer ([`super::figure`]).
         let mut check = None;
         if gate.withheld().is_some()
-            && let Some(line) = FigureLine::checked(question, &completion.text, sources.list())
+            && let Some(line) =
+                FigureLine::checked(question, &completion.text, sources.list(), names)
         {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             check = checked;
@@ -285,7 +287,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // A figure or a name from the one source must answer the question too
         // ([`super::figure`]).
         let mut check = None;
-        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1]) {
+        if let Some(line) = FigureLine::checked(
+            question,
+            answer,
+            &sources.list()[..1],
+            self.options.check_names,
+        ) {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             if !answers {
                 return Ok(Reading::Nothing(completion));

@@ -86,12 +86,17 @@ pub(super) struct FigureLine {
 
 impl FigureLine {
     /// The line to read an answer to `question` against, when it asks for a figure
-    /// ([`FigureLine::find`]) or a name ([`FigureLine::find_name`]); `None` for any other
-    /// question.
-    pub(super) fn checked(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+    /// ([`FigureLine::find`]) or, with `names`, a name ([`FigureLine::find_name`]); `None`
+    /// for any other question.
+    pub(super) fn checked(
+        question: &str,
+        answer: &str,
+        sources: &[Source],
+        names: bool,
+    ) -> Option<FigureLine> {
         if asks_a_figure(question) {
             FigureLine::find(question, answer, sources)
-        } else if asks_a_name(question) {
+        } else if names && asks_a_name(question) {
             FigureLine::find_name(question, answer, sources)
         } else {
             None

@@ -107,6 +107,10 @@ pub struct AgentOptions {
     /// stands alone, and search and answer that ([`restate`]). Off: it is searched with the
     /// question before it.
     pub restate: bool,
+    /// Read a name an answer gives to a question asking one (who, where, what brand) against
+    /// the line it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it
+    /// refused right answers ("10月28号我在哪", "…分别是谁") more than it caught made-up names.
+    pub check_names: bool,
 }
 
 impl Default for AgentOptions {
@@ -121,6 +125,7 @@ impl Default for AgentOptions {
             cancel: CancellationToken::new(),
             today: obsidian_kb::dates::today(),
             restate: false,
+            check_names: false,
         }
     }
 }
