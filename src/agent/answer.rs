@@ -149,6 +149,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 .replace("{}", &made_up.join(", "));
             return Ok(withdrawn(&shown, &said, completion, None, on_text));
         }
+        // An answer about a day no note is dated on stands only on a source naming that day;
+        // read first, as it costs no model call.
+        if !self.on_the_day(asked, &completion.text, sources.list()) {
+            tracing::debug!("the answer stands on no source naming the day asked about");
+            let said = answer_lines(language).notes_lack_it;
+            return Ok(withdrawn(&shown, said, completion, None, on_text));
+        }
         // A figure or a name asked for, standing in the notes: shown once the line it stands
         // in is read as the answer ([`super::figure`]).
         let mut check = None;
@@ -164,11 +171,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                     .replace("{}", &line.figure);
                 return Ok(withdrawn(&shown, &said, completion, check, on_text));
             }
-        }
-        if !self.on_the_day(asked, &completion.text, sources.list()) {
-            tracing::debug!("the answer stands on no source naming the day asked about");
-            let said = answer_lines(language).notes_lack_it;
-            return Ok(withdrawn(&shown, said, completion, check, on_text));
         }
         gate.release(&mut |checked| restating.pass(checked, &mut show));
         let mut answer = completion.text.trim().to_string();
@@ -284,6 +286,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         if !counts {
             return Ok(Reading::Nothing(completion));
         }
+        if !self.on_the_day(asked, answer, &sources.list()[..1]) {
+            return Ok(Reading::Nothing(completion));
+        }
         // A figure or a name from the one source must answer the question too
         // ([`super::figure`]).
         let mut check = None;
@@ -298,9 +303,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 return Ok(Reading::Nothing(completion));
             }
             check = checked;
-        }
-        if !self.on_the_day(asked, answer, &sources.list()[..1]) {
-            return Ok(Reading::Nothing(completion));
         }
         // It came from source 1, whether or not it says so.
         let opening_from = cited_numbers(&own)
