@@ -42,6 +42,8 @@ impl<'a> TurnReport<'a> {
 #[derive(Serialize)]
 struct StepReport<'a> {
     kind: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    input: &'a str,
     output: &'a str,
     calls: Vec<CallReport<'a>>,
     timings: Timings,
@@ -51,6 +53,7 @@ impl<'a> StepReport<'a> {
     fn new(step: &'a StepRecord) -> Self {
         StepReport {
             kind: step.kind,
+            input: &step.input,
             output: &step.output,
             calls: step.calls.iter().map(CallReport::new).collect(),
             timings: Timings::new(&step.stats),

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use obsidian_kb::dates::Period;
 
 use super::cite::{OpeningSources, unattributed};
-use super::figure::{FigureLine, asks_a_figure, asks_a_name};
+use super::figure::{Check, FigureLine, asks_a_figure, asks_a_name};
 use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::retrieve::names_day;
@@ -425,7 +425,7 @@ fn withdrawn(
     shown: &str,
     said: &str,
     completion: Completion,
-    check: Option<Completion>,
+    check: Option<Check>,
     on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
 ) -> Answered {
     let gap = if shown.trim().is_empty() { "" } else { "\n\n" };
@@ -460,14 +460,14 @@ pub(super) struct Answered {
     /// True when the answer is that the notes do not say ([`says_notes_lack_it`]).
     pub(super) notes_lack_it: bool,
     /// The check of the line the answer's figure stands in, when it ran ([`super::figure`]).
-    pub(super) check: Option<Completion>,
+    pub(super) check: Option<Check>,
 }
 
 impl Answered {
     /// The steps that wrote this answer: the answer, and the figure check when it ran.
     pub(super) fn steps(&self) -> Vec<StepRecord> {
         let mut steps = vec![step("answer", &self.completion, Vec::new())];
-        steps.extend(self.check.iter().map(|c| step("check", c, Vec::new())));
+        steps.extend(self.check.iter().map(Check::step));
         steps
     }
 }

@@ -24,7 +24,7 @@ use regex::Regex;
 
 use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
-use super::{Agent, AgentError};
+use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Completion};
 use crate::facts::{KnownFacts, names_in, without_marks};
 use crate::grammar::VERDICT_GBNF;
@@ -67,6 +67,24 @@ pub(super) fn asks_a_name(question: &str) -> bool {
         .expect("valid regex")
     });
     !asks_a_figure(question) && NAME.is_match(question)
+}
+
+/// A check that ran: what it read after its standing instruction (the lines, where they
+/// stand and the answer's sentence), and its verdict.
+#[derive(Debug, Clone)]
+pub(super) struct Check {
+    pub(super) read: String,
+    pub(super) completion: Completion,
+}
+
+impl Check {
+    /// The check as a step of the turn, with what it read.
+    pub(super) fn step(&self) -> StepRecord {
+        StepRecord {
+            input: self.read.clone(),
+            ..step("check", &self.completion, Vec::new())
+        }
+    }
 }
 
 /// The figure an answer gives and the line of a source it stands in: what the check reads.
@@ -370,7 +388,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         &mut self,
         line: &FigureLine,
         someone: Option<&str>,
-    ) -> Result<(bool, Option<Completion>), AgentError> {
+    ) -> Result<(bool, Option<Check>), AgentError> {
         // The check sees no numbered sources.
         static SOURCE: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r" \(source \d+\)").expect("valid regex"));
@@ -383,7 +401,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         )?;
         let messages = [
             Message::system(CHECK_SYSTEM.trim()),
-            Message::user(instruction),
+            Message::user(&instruction),
         ];
         // Failing, the answer stands.
         let step = SideStep {
@@ -402,7 +420,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             line.line,
             completion.text
         );
-        Ok((answers, Some(completion)))
+        let read = instruction;
+        Ok((answers, Some(Check { read, completion })))
     }
 }
 

@@ -157,6 +157,10 @@ pub struct StepRecord {
     /// [`figure`]), `reread` (a second reading that found no answer, [`Agent::reread`]) or
     /// `attribute`.
     pub kind: &'static str,
+    /// What the step read after its standing instruction, when it is short and says why
+    /// the turn went as it did: the lines and the answer's sentence a check read. Empty for
+    /// other steps.
+    pub input: String,
     /// The raw model output.
     pub output: String,
     /// Calls made from it.
@@ -490,6 +494,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> StepRecord {
     StepRecord {
         kind,
+        input: String::new(),
         output: completion.text.clone(),
         calls,
         stats: completion.stats.clone(),
@@ -561,7 +566,7 @@ fn finish(
         answer.push_str(&quoted);
     }
     steps.push(step("answer", &completion, Vec::new()));
-    steps.extend(check.iter().map(|c| step("check", c, Vec::new())));
+    steps.extend(check.iter().map(figure::Check::step));
     if let Some(attribution) = &attribution {
         steps.push(step("attribute", attribution, Vec::new()));
     }

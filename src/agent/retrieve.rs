@@ -380,6 +380,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let written = format!("[{}]", pythonic.join(", "));
         gathered.steps.push(StepRecord {
             kind: "retrieve",
+            input: String::new(),
             output: written.clone(),
             calls: records,
             stats: GenerationStats::default(),

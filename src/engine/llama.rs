@@ -439,6 +439,50 @@ impl Session<'_> {
         Ok(ControlFlow::Continue(()))
     }
 
+    /// How likely each of `choices` is to be the reply to `prompt`, read from the first
+    /// token of each (softmax over those tokens alone, so the odds sum to 1): a verdict's
+    /// confidence, where greedy decoding gives only the likelier word. The prompt's cached
+    /// prefix is reused as by [`ChatModel::generate`].
+    pub fn choice_odds(&mut self, prompt: &str, choices: &[&str]) -> Result<Vec<f32>, EngineError> {
+        let tokens = self.engine.tokens(prompt);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() || tokens.len() >= n_ctx {
+            return Err(EngineError::ContextOverflow {
+                prompt_tokens: tokens.len(),
+                n_ctx,
+            });
+        }
+        let common = self
+            .cached
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // At least one token must be evaluated to get fresh logits.
+        let keep = common.min(tokens.len() - 1);
+        if self
+            .evaluate(&tokens, keep, &CancellationToken::new())?
+            .is_break()
+        {
+            return Err(EngineError::Backend("evaluation cancelled".into()));
+        }
+        let logits = self.ctx.get_logits_ith(self.batch.n_tokens() - 1);
+        let vocab = self.engine.model.vocab();
+        let mut firsts = Vec::with_capacity(choices.len());
+        for choice in choices {
+            let first = vocab
+                .tokenize(choice.as_bytes(), false, false)
+                .first()
+                .copied()
+                .ok_or_else(|| EngineError::Backend(format!("{choice:?} has no tokens")))?;
+            firsts.push(logits[first.0 as usize]);
+        }
+        let top = firsts.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exp: Vec<f32> = firsts.iter().map(|l| (l - top).exp()).collect();
+        let sum: f32 = exp.iter().sum();
+        Ok(exp.into_iter().map(|e| e / sum).collect())
+    }
+
     fn sample_next(
         &mut self,
         chain: &mut LlamaSampler,
