@@ -58,7 +58,9 @@ pub(super) fn asks_a_figure(question: &str) -> bool {
 /// Whether `question` asks for a name: who, whose or where, what something is called or its
 /// brand ("谁", "叫什么", "什么牌子", "哪家", "在哪"). Asked what a personal vault cannot answer,
 /// Qwen2.5-1.5B named the nearest one: "出版社编辑叫什么名字？" got a running friend's name,
-/// "厨房水槽是什么牌子的" the brand of the cabinets. A figure asked for is checked as one.
+/// "厨房水槽是什么牌子的" the brand of the cabinets. A figure asked for is checked as one,
+/// and a question asking for another kind of fact ([`Wanted`]) asks for no name: "the
+/// plumber who came back: what's his email?" asks for an address.
 pub(super) fn asks_a_name(question: &str) -> bool {
     static NAME: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
@@ -66,7 +68,7 @@ pub(super) fn asks_a_name(question: &str) -> bool {
         )
         .expect("valid regex")
     });
-    !asks_a_figure(question) && NAME.is_match(question)
+    !asks_a_figure(question) && Wanted::in_question(question).is_none() && NAME.is_match(question)
 }
 
 /// A check that ran: what it read after its standing instruction (the lines, where they

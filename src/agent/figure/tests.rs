@@ -185,6 +185,8 @@ fn questions_asking_for_a_name_are_told_from_others() {
         "谁的生日是几号？",
         "为什么要备份",
         "Which file formats can I embed?",
+        "the plumber who came back about the leak, what's his email?",
+        "Where is the shortcut to open settings?",
     ] {
         assert!(!asks_a_name(question), "{question}");
     }
