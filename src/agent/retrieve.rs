@@ -223,18 +223,19 @@ pub(super) struct Opened {
 /// asked without its year was looked for in several): what a passage must do to answer a
 /// question about days no note is dated on. `today`: what relative dates count from.
 pub(super) fn names_day(text: &str, days: Period, today: NaiveDate) -> bool {
-    // A year at most: a period longer is no day a passage must name.
     let month_days = |period: Period| {
         period
             .from
             .iter_days()
             .take_while(move |day| *day <= period.to)
-            .take(366)
             .map(|day| (day.month(), day.day()))
     };
-    let asked: BTreeSet<(u32, u32)> = month_days(days).collect();
+    let asked: BTreeSet<(u32, u32)> = month_days(days).take(366).collect();
+    // A day, a weekend, a holiday: a month or a year ("this year" in a note of Christmas
+    // Eve) names no day of it.
     dates::mentioned(text, today)
         .into_iter()
+        .filter(|mention| (mention.period.to - mention.period.from).num_days() < UNDATED_DAYS)
         .any(|mention| month_days(mention.period).any(|day| asked.contains(&day)))
 }
 
@@ -513,6 +514,11 @@ mod tests {
         assert!(names_day("## 2023-12-25\nturkey", christmas, today));
         assert!(!names_day("- 12月21日 冬至 吃了汤圆", christmas, today));
         assert!(!names_day("Christmas presents: gloves", christmas, today));
+        // A month or a year is no day of it.
+        let eve = Period::day(NaiveDate::from_ymd_opt(2025, 12, 31).unwrap());
+        assert!(!names_day("Orla in Ennis this year", eve, today));
+        assert!(!names_day("back in December", eve, today));
+        assert!(names_day("New Year's Eve at Ger's", eve, today));
         let march = Period::month(2022, 3).unwrap();
         assert!(names_day("paid on 3 March", march, today));
         assert!(!names_day("paid on 3 April", march, today));
