@@ -248,10 +248,16 @@ impl Subject {
     }
 
     /// What of one source (its `header`, the text under it) speaks of the subject: the whole
-    /// when the header names it; else the header and the lines that name it, when any does;
-    /// else nothing.
+    /// when the header names it, or the text opens with a line naming it that is no item of
+    /// a list (a daily note's first line says what the day was: "Rory's birthday — 52!" over
+    /// the dinner's `spent:: €148`; "- call with Priya" is one thing of the day); else the
+    /// header and the lines that name it, when any does; else nothing.
     pub(super) fn about(&self, header: &str, text: &str) -> String {
-        if self.named_in(header) {
+        static ITEM: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^\s*(?:[-*+|]|\d+[.)])").expect("valid regex"));
+        let opening = text.lines().find(|line| !line.trim().is_empty());
+        let titled = opening.is_some_and(|line| !ITEM.is_match(line) && self.named_in(line));
+        if self.named_in(header) || titled {
             return format!("{header}\n{text}");
         }
         let lines: Vec<&str> = text.lines().filter(|line| self.named_in(line)).collect();
@@ -492,6 +498,12 @@ mod tests {
         assert_eq!(
             priya.about("Journal › 2025-04-11", "Lunch with PRIYA."),
             "Journal › 2025-04-11\nLunch with PRIYA."
+        );
+        let rory = Subject::of("How much did Rory's birthday dinner come to?", &[]).unwrap();
+        let day = "Rory's birthday — 52!\n\n- dinner at the harbour\n\nspent:: €148";
+        assert_eq!(
+            rory.about("Journal › 2023-06-12", day),
+            format!("Journal › 2023-06-12\n{day}")
         );
         // A name is a whole word: "Priyanka" is someone else.
         assert_eq!(priya.about("Contacts", "Priyanka: 06 1234"), "");
