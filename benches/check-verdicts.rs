@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
+use recall::engine::{ChatModel, GenerateRequest};
 use recall::prompt::{ChatTemplate, Message};
 use serde_json::{Value, json};
 
@@ -77,7 +78,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let expect = case["expect"].as_str().ok_or("a case without expect")?;
         let tag = case["tag"].as_str().unwrap_or("-").to_string();
         let prompt = template.answer(&[Message::system(system.trim()), Message::user(input)])?;
-        let yes = session.choice_odds(&prompt.text, &["yes", "no"])?[0];
+        let mut request = GenerateRequest::greedy(1);
+        request.stable_prefix = prompt.stable_len;
+        let yes = session.choose(&prompt.text, &request, &["yes", "no"])?.odds[0];
         odds.entry((tag, expect.to_string())).or_default().push(yes);
         if let Some(out) = out.as_mut() {
             let mut case = case.clone();

@@ -25,7 +25,7 @@ use regex::Regex;
 use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
 use super::{Agent, AgentError, StepRecord, step};
-use crate::engine::{ChatModel, Completion};
+use crate::engine::{ChatModel, Chosen, Completion};
 use crate::facts::{KnownFacts, names_in, without_marks};
 use crate::grammar::VERDICT_GBNF;
 use crate::prompt::Message;
@@ -37,6 +37,9 @@ const CHECK_SYSTEM: &str = include_str!("../../prompts/agent/check_system.txt");
 
 /// Tokens the verdict may take: one word.
 const VERDICT_TOKENS: usize = 4;
+
+/// The odds of "yes" the check must give for the line to say what the answer does.
+const CHECK_YES_ODDS: f32 = 0.5;
 
 /// Whether `question` asks for a figure: a date or a time ("When …?", "What's the
 /// deadline …?"), an amount or a count ("How much …?", "How many …?"), a length of time, a
@@ -412,12 +415,15 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             max_tokens: VERDICT_TOKENS,
             gbnf: VERDICT_GBNF.to_string(),
         };
-        let Some(completion) = self.side_step(step, &messages)? else {
+        let Some(Chosen { completion, odds }) =
+            self.side_choice(step, &messages, &["yes", "no"])?
+        else {
             return Ok((true, None));
         };
-        let answers = !completion.text.trim().eq_ignore_ascii_case("no");
+        let yes = odds.first().copied().unwrap_or(1.0);
+        let answers = yes >= CHECK_YES_ODDS;
         tracing::debug!(
-            "figure check of {:?} in {:?}: {:?}",
+            "figure check of {:?} in {:?}: {:?}, odds of yes {yes:.2}",
             line.figure,
             line.line,
             completion.text

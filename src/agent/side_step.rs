@@ -8,7 +8,9 @@
 use std::ops::ControlFlow;
 
 use super::{Agent, AgentError};
-use crate::engine::{Cancelled, ChatModel, Completion, Constraint, GenerateRequest, StopReason};
+use crate::engine::{
+    Cancelled, ChatModel, Chosen, Completion, Constraint, GenerateRequest, StopReason,
+};
 use crate::grammar::ROOT;
 use crate::prompt::{Message, Prompt};
 use crate::tool::ToolHost;
@@ -61,24 +63,60 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         step: SideStep,
         messages: &[Message],
     ) -> Result<Option<Completion>, AgentError> {
+        Ok(self
+            .run_side(step, messages, None)?
+            .map(|chosen| chosen.completion))
+    }
+
+    /// [`Agent::side_step`] as a choice between `choices`, each a reply its grammar allows
+    /// ([`ChatModel::choose`]): the likeliest, with the odds of each.
+    pub(super) fn side_choice(
+        &mut self,
+        step: SideStep,
+        messages: &[Message],
+        choices: &[&str],
+    ) -> Result<Option<Chosen>, AgentError> {
+        self.run_side(step, messages, Some(choices))
+    }
+
+    fn run_side(
+        &mut self,
+        step: SideStep,
+        messages: &[Message],
+        choices: Option<&[&str]>,
+    ) -> Result<Option<Chosen>, AgentError> {
         let (prompt, request) =
             self.constrained(step.what, messages, step.max_tokens, step.gbnf)?;
         let model = match step.context {
             Context::Answer => self.answerer(),
             Context::Decision => &mut *self.model,
         };
-        let completion =
-            match model.generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(())) {
-                Ok(completion) => completion,
-                Err(e) => {
-                    tracing::debug!("{} failed; the turn goes on without it: {e}", step.what);
-                    return Ok(None);
-                }
-            };
-        tracing::debug!(target: "recall::model", "{} output: {:?}", step.what, completion.text);
-        if completion.stop == StopReason::Cancelled {
+        let ran = match choices {
+            Some(choices) => model.choose(&prompt.text, &request, choices),
+            None => model
+                .generate(&prompt.text, &request, &mut |_| ControlFlow::Continue(()))
+                .map(|completion| Chosen {
+                    completion,
+                    odds: Vec::new(),
+                }),
+        };
+        let chosen = match ran {
+            Ok(chosen) => chosen,
+            Err(e) => {
+                tracing::debug!("{} failed; the turn goes on without it: {e}", step.what);
+                return Ok(None);
+            }
+        };
+        tracing::debug!(
+            target: "recall::model",
+            "{} output: {:?} (odds {:?})",
+            step.what,
+            chosen.completion.text,
+            chosen.odds
+        );
+        if chosen.completion.stop == StopReason::Cancelled {
             return Err(Cancelled.into());
         }
-        Ok(Some(completion))
+        Ok(Some(chosen))
     }
 }

@@ -23,7 +23,7 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use super::prompt_cache::{CacheKey, PromptCache};
 use super::stream::TextStream;
 use super::{
-    BenchReport, CancellationToken, ChatModel, Completion, Constraint, EngineError,
+    BenchReport, CancellationToken, ChatModel, Chosen, Completion, Constraint, EngineError,
     GenerateRequest, GenerationStats, ModelInfo, Sampling, StopReason, Throughput,
 };
 
@@ -439,11 +439,15 @@ impl Session<'_> {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// How likely each of `choices` is to be the reply to `prompt`, read from the first
-    /// token of each (softmax over those tokens alone, so the odds sum to 1): a verdict's
-    /// confidence, where greedy decoding gives only the likelier word. The prompt's cached
-    /// prefix is reused as by [`ChatModel::generate`].
-    pub fn choice_odds(&mut self, prompt: &str, choices: &[&str]) -> Result<Vec<f32>, EngineError> {
+    /// Reads `prompt` into the KV cache after the prefix it shares with what is there, its
+    /// stable prefix from the prompt cache when that holds it, leaving the logits of its
+    /// last token ready; the statistics of the reading. `Break` with them when
+    /// `request.cancel` stopped it.
+    fn read_prompt(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+    ) -> Result<ControlFlow<GenerationStats, GenerationStats>, EngineError> {
         let tokens = self.engine.tokens(prompt);
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.is_empty() || tokens.len() >= n_ctx {
@@ -460,27 +464,27 @@ impl Session<'_> {
             .count();
         // At least one token must be evaluated to get fresh logits.
         let keep = common.min(tokens.len() - 1);
-        if self
-            .evaluate(&tokens, keep, &CancellationToken::new())?
-            .is_break()
-        {
-            return Err(EngineError::Backend("evaluation cancelled".into()));
-        }
-        let logits = self.ctx.get_logits_ith(self.batch.n_tokens() - 1);
-        let vocab = self.engine.model.vocab();
-        let mut firsts = Vec::with_capacity(choices.len());
-        for choice in choices {
-            let first = vocab
-                .tokenize(choice.as_bytes(), false, false)
-                .first()
-                .copied()
-                .ok_or_else(|| EngineError::Backend(format!("{choice:?} has no tokens")))?;
-            firsts.push(logits[first.0 as usize]);
-        }
-        let top = firsts.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let exp: Vec<f32> = firsts.iter().map(|l| (l - top).exp()).collect();
-        let sum: f32 = exp.iter().sum();
-        Ok(exp.into_iter().map(|e| e / sum).collect())
+        let started = Instant::now();
+        let prefix = self.stable_prefix(prompt, request, &tokens);
+        let evaluated = self.evaluate_with_prefix(&tokens, prefix, keep, &request.cancel)?;
+        let prompt_time = started.elapsed();
+        Ok(match evaluated {
+            ControlFlow::Continue((keep, restored)) => ControlFlow::Continue(GenerationStats {
+                prompt_tokens: tokens.len(),
+                reused_tokens: keep,
+                restored_tokens: restored,
+                evaluated_tokens: tokens.len() - keep,
+                prompt_time,
+                ..GenerationStats::default()
+            }),
+            ControlFlow::Break(()) => ControlFlow::Break(GenerationStats {
+                prompt_tokens: tokens.len(),
+                reused_tokens: keep.min(self.cached.len()),
+                evaluated_tokens: self.cached.len().saturating_sub(keep),
+                prompt_time,
+                ..GenerationStats::default()
+            }),
+        })
     }
 
     fn sample_next(
@@ -651,6 +655,14 @@ impl Session<'_> {
     }
 }
 
+/// Softmax of `logits`.
+fn softmax(logits: &[f32]) -> Vec<f32> {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exp: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
+    let sum: f32 = exp.iter().sum();
+    exp.into_iter().map(|e| e / sum).collect()
+}
+
 fn sampler_chain(sampling: &Sampling) -> LlamaSampler {
     if sampling.temperature <= 0.0 {
         return LlamaSampler::greedy();
@@ -670,45 +682,17 @@ impl ChatModel for Session<'_> {
         request: &GenerateRequest,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError> {
-        let tokens = self.engine.tokens(prompt);
-        let n_ctx = self.ctx.n_ctx() as usize;
-        if tokens.is_empty() || tokens.len() >= n_ctx {
-            return Err(EngineError::ContextOverflow {
-                prompt_tokens: tokens.len(),
-                n_ctx,
-            });
-        }
-        let common = self
-            .cached
-            .iter()
-            .zip(&tokens)
-            .take_while(|(a, b)| a == b)
-            .count();
-        // At least one token must be evaluated to get fresh logits.
-        let keep = common.min(tokens.len() - 1);
-
-        let started = Instant::now();
-        let prefix = self.stable_prefix(prompt, request, &tokens);
-        let evaluated = self.evaluate_with_prefix(&tokens, prefix, keep, &request.cancel)?;
-        let prompt_time = started.elapsed();
-        let (keep, restored) = match evaluated {
-            ControlFlow::Continue(reused) => reused,
-            ControlFlow::Break(()) => {
+        let read = match self.read_prompt(prompt, request)? {
+            ControlFlow::Continue(read) => read,
+            ControlFlow::Break(stats) => {
                 return Ok(Completion {
                     text: String::new(),
                     stop: StopReason::Cancelled,
-                    stats: GenerationStats {
-                        prompt_tokens: tokens.len(),
-                        reused_tokens: keep.min(self.cached.len()),
-                        restored_tokens: 0,
-                        evaluated_tokens: self.cached.len().saturating_sub(keep),
-                        generated_tokens: 0,
-                        prompt_time,
-                        generation_time: Duration::ZERO,
-                    },
+                    stats,
                 });
             }
         };
+        let n_ctx = self.ctx.n_ctx() as usize;
 
         let mut chain = sampler_chain(&request.sampling);
         let mut grammar = request
@@ -775,14 +759,63 @@ impl ChatModel for Session<'_> {
             text: stream.text().to_string(),
             stop,
             stats: GenerationStats {
-                prompt_tokens: tokens.len(),
-                reused_tokens: keep,
-                restored_tokens: restored,
-                evaluated_tokens: tokens.len() - keep,
                 generated_tokens: generated,
-                prompt_time,
                 generation_time: started.elapsed(),
+                ..read
             },
+        })
+    }
+
+    /// The odds of each choice, read from the logits of its first token after the prompt
+    /// (softmax over those tokens alone): where greedy decoding gives only the likelier word.
+    fn choose(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        choices: &[&str],
+    ) -> Result<Chosen, EngineError> {
+        let stats = match self.read_prompt(prompt, request)? {
+            ControlFlow::Continue(read) => read,
+            ControlFlow::Break(stats) => {
+                return Ok(Chosen {
+                    completion: Completion {
+                        text: String::new(),
+                        stop: StopReason::Cancelled,
+                        stats,
+                    },
+                    odds: Vec::new(),
+                });
+            }
+        };
+        let started = Instant::now();
+        let logits = self.ctx.get_logits_ith(self.batch.n_tokens() - 1);
+        let vocab = self.engine.model.vocab();
+        let mut firsts = Vec::with_capacity(choices.len());
+        for choice in choices {
+            let first = vocab
+                .tokenize(choice.as_bytes(), false, false)
+                .first()
+                .copied()
+                .ok_or_else(|| EngineError::Backend(format!("{choice:?} has no tokens")))?;
+            firsts.push(logits[first.0 as usize]);
+        }
+        let odds = softmax(&firsts);
+        let likeliest = odds
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map_or("", |(i, _)| choices[i]);
+        Ok(Chosen {
+            completion: Completion {
+                text: likeliest.to_string(),
+                stop: StopReason::EndOfTurn,
+                stats: GenerationStats {
+                    generated_tokens: 1,
+                    generation_time: started.elapsed(),
+                    ..stats
+                },
+            },
+            odds,
         })
     }
 

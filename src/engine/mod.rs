@@ -186,6 +186,15 @@ pub struct Completion {
     pub stats: GenerationStats,
 }
 
+/// What [`ChatModel::choose`] chose: the likeliest choice as a completion (empty when
+/// cancelled), and the odds of each choice, in order, summing to 1 (empty when cancelled,
+/// or when a model that only generates replied none of them).
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    pub completion: Completion,
+    pub odds: Vec<f32>,
+}
+
 /// Errors of the engine. Each says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -238,6 +247,27 @@ pub trait ChatModel {
         request: &GenerateRequest,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Completion, EngineError>;
+
+    /// Which of `choices` (each a reply the request's grammar allows, told apart by its first
+    /// token) `prompt` gets, and how likely each is. By default the reply generated is
+    /// certain and the others have no chance; the in-process model reads the odds from its
+    /// logits.
+    fn choose(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        choices: &[&str],
+    ) -> Result<Chosen, EngineError> {
+        let completion = self.generate(prompt, request, &mut |_| ControlFlow::Continue(()))?;
+        let reply = completion.text.trim();
+        let odds = if choices.iter().any(|c| c.eq_ignore_ascii_case(reply)) {
+            let certain = |choice: &&str| f32::from(u8::from(choice.eq_ignore_ascii_case(reply)));
+            choices.iter().map(certain).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Chosen { completion, odds })
+    }
 
     /// Number of tokens `text` takes (special tokens parsed), for budgeting prompts.
     fn count_tokens(&self, text: &str) -> usize;
@@ -389,6 +419,18 @@ impl ChatModel for Session<'_> {
         match self {
             Session::Local(session) => session.generate(prompt, request, on_text),
             Session::Remote(session) => session.generate(prompt, request, on_text),
+        }
+    }
+
+    fn choose(
+        &mut self,
+        prompt: &str,
+        request: &GenerateRequest,
+        choices: &[&str],
+    ) -> Result<Chosen, EngineError> {
+        match self {
+            Session::Local(session) => session.choose(prompt, request, choices),
+            Session::Remote(session) => session.choose(prompt, request, choices),
         }
     }
 

@@ -383,3 +383,50 @@ fn the_callback_can_stop_generation() {
     assert_eq!(done.stop, StopReason::StoppedByCaller);
     assert_eq!(pieces, 3);
 }
+
+/// The odds of a few replies come from the model's logits after the prompt: they sum to one,
+/// the likeliest is what greedy decoding writes under a grammar allowing only those replies,
+/// and a second reading of the same prompt, from the KV cache, gives the same odds.
+#[test]
+fn choosing_between_replies_agrees_with_greedy_generation() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let mut request = GenerateRequest::greedy(4);
+    request.constraint = Some(Constraint {
+        gbnf: recall::grammar::VERDICT_GBNF.to_string(),
+        root: "root".to_string(),
+        lazy_patterns: Vec::new(),
+    });
+    for question in [
+        "Is Paris in France? Reply yes or no.",
+        "Is ice hot? Reply yes or no.",
+    ] {
+        let prompt = chatml(question);
+        let chosen = session.choose(&prompt, &request, &["yes", "no"]).unwrap();
+        assert_eq!(chosen.odds.len(), 2);
+        assert!(
+            (chosen.odds.iter().sum::<f32>() - 1.0).abs() < 1e-4,
+            "{:?}",
+            chosen.odds
+        );
+        let likelier = if chosen.odds[0] >= chosen.odds[1] {
+            "yes"
+        } else {
+            "no"
+        };
+        assert_eq!(chosen.completion.text, likelier);
+        let generated = session.generate(&prompt, &request, &mut ignore).unwrap();
+        assert_eq!(
+            generated.text, likelier,
+            "{question}: odds {:?}",
+            chosen.odds
+        );
+        let again = session.choose(&prompt, &request, &["yes", "no"]).unwrap();
+        assert!(again.completion.stats.reused_tokens > 0);
+        assert!(
+            (again.odds[0] - chosen.odds[0]).abs() < 1e-3,
+            "{:?}",
+            again.odds
+        );
+    }
+}
