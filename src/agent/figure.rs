@@ -226,8 +226,10 @@ fn best_line(
         let label = source.label();
         let mut heading = "";
         // The line before, within the section: what a `paid:: 99$` line is paid for
-        // (`bought:: jacket`).
+        // (`bought:: jacket`). A table's row is read under the table's header, which says
+        // what its cells are, not under the row before, another thing of the same kind.
         let mut before = "";
+        let mut header = "";
         for line in source.passage.lines() {
             let trimmed = line.trim();
             if let Some(title) = trimmed.strip_prefix('#') {
@@ -238,7 +240,14 @@ fn best_line(
             if trimmed.is_empty() {
                 continue;
             }
-            let above = std::mem::replace(&mut before, trimmed);
+            let row = trimmed.starts_with('|');
+            if row && !before.starts_with('|') {
+                header = trimmed;
+            }
+            let above = match std::mem::replace(&mut before, trimmed) {
+                _ if row && header != trimmed => header,
+                above => above,
+            };
             let Some(itself) = holds(&label, heading, trimmed) else {
                 continue;
             };

@@ -92,6 +92,20 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     .expect("a figure in a line");
     assert_eq!(found.place, "2022-01-05 › Money spent");
     assert_eq!(found.shown(), "bought:: jacket\npaid:: 99$");
+
+    // A table's row is read under its header, not under the row before.
+    let quotes = source(
+        4,
+        "Workshop roof",
+        "## Quotes\n| Who | Price |\n|---|---|\n| Pádraig Coyne | €3,850 |\n| Murt Flaherty | €4,250 |",
+    );
+    let found = FigureLine::find(
+        "how much did the other roofer want, murt",
+        "The other roofer wanted €4,250 [4].",
+        &[quotes],
+    )
+    .expect("a figure in a row");
+    assert_eq!(found.shown(), "| Who | Price |\n| Murt Flaherty | €4,250 |");
 }
 
 #[test]
