@@ -291,24 +291,46 @@ impl Subject {
     }
 }
 
-/// The words `sources` write with a capital and never without one (titles and passages),
-/// lowercase: names, as a person typing a question in lowercase means them ("tadhg's
-/// number"). A word of a sentence's opening is also written in lowercase somewhere, mostly.
+/// The words `sources` write with a capital after a word in lowercase (not opening a
+/// line, a sentence or a title in title case: "Year" heading a column, "Bump Into" in a
+/// title) and never without one, lowercase: names, as a person typing a question in
+/// lowercase means them ("tadhg's number", from "got it off Tadhg").
 fn capitalised_only(sources: &[Source]) -> HashSet<String> {
     let mut capitalised = HashSet::new();
     let mut lowercase = HashSet::new();
     for source in sources {
-        for text in [&source.title, &source.passage] {
-            for word in words(text) {
-                let word = word
-                    .strip_suffix("'s")
-                    .or_else(|| word.strip_suffix("’s"))
-                    .unwrap_or(word);
-                match word.chars().next() {
-                    Some(c) if c.is_uppercase() => capitalised.insert(word.to_lowercase()),
-                    Some(c) if c.is_lowercase() => lowercase.insert(word.to_string()),
-                    _ => false,
-                };
+        for line in source.title.lines().chain(source.passage.lines()) {
+            let mut after_lowercase = false;
+            for token in line.split_whitespace() {
+                for word in words(token) {
+                    let word = word
+                        .strip_suffix("'s")
+                        .or_else(|| word.strip_suffix("’s"))
+                        .unwrap_or(word);
+                    match word.chars().next() {
+                        Some(c) if c.is_uppercase() && after_lowercase => {
+                            capitalised.insert(word.to_lowercase());
+                        }
+                        Some(c) if c.is_lowercase() => {
+                            lowercase.insert(word.to_string());
+                        }
+                        _ => {}
+                    }
+                    after_lowercase = word.starts_with(char::is_lowercase);
+                    // A word in lowercase within an identifier is in lowercase too: the
+                    // note `assignment_7` writes "assignment", whatever its tasks capitalise.
+                    if word.contains('_') {
+                        lowercase.extend(
+                            word.split('_')
+                                .filter(|part| part.starts_with(char::is_lowercase))
+                                .map(str::to_string),
+                        );
+                    }
+                }
+                // A sentence ends at its mark.
+                if token.ends_with(['.', '!', '?', ':', '。', '！', '？']) {
+                    after_lowercase = false;
+                }
             }
         }
     }
@@ -534,8 +556,10 @@ mod tests {
             heading_path: Vec::new(),
             link: String::new(),
             text: String::new(),
-            passage: "- Liam (gutters) 085 118 4476, got it off Tadhg\n- quote for the gutters"
-                .into(),
+            passage:
+                "- rang Liam (gutters) 085 118 4476, got it off Tadhg\n- quote for the gutters\n\
+                      | Year | Bump Into |"
+                    .into(),
         };
         assert_eq!(
             Subject::of(
@@ -545,9 +569,26 @@ mod tests {
             .map(|s| s.names),
             Some(vec!["liam".into()])
         );
-        // A word the sources write in lowercase too is no name.
+        // A word opening a line or in a title in title case is no name.
+        assert_eq!(
+            Subject::of(
+                "what year did I bump into him",
+                std::slice::from_ref(&source)
+            ),
+            None
+        );
+        // A word the sources write in lowercase too is no name, within an identifier too.
         assert_eq!(
             Subject::of("how much was the quote", std::slice::from_ref(&source)),
+            None
+        );
+        let assignment = Source {
+            title: "assignment_7".into(),
+            passage: "Needs to have at least 48 pages.\n- [ ] Assignment task 7".into(),
+            ..source
+        };
+        assert_eq!(
+            Subject::of("How long does assignment seven need to be?", &[assignment]),
             None
         );
     }
