@@ -8,7 +8,7 @@
 //! Prints, per tag, how many verdicts were right when "yes" needs odds of 0.5 (greedy
 //! decoding's verdict) and higher, and writes each case's odds with `--out`.
 //!
-//! cargo bench --bench check-verdicts -- --model M.gguf --cases cases.jsonl [--threads 2]
+//! cargo run --release --example check-verdicts -- --model M.gguf --cases cases.jsonl [--threads 2]
 
 // A bench's figures are its output.
 #![allow(clippy::print_stdout)]
@@ -39,9 +39,6 @@ struct Args {
     out: Option<PathBuf>,
     #[arg(long, default_value_t = 2)]
     threads: i32,
-    /// cargo bench passes this to every bench target.
-    #[arg(long, hide = true)]
-    bench: bool,
 }
 
 /// The thresholds the odds of "yes" are read at.

@@ -152,14 +152,11 @@ pub struct CallRecord {
 /// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `restate` (a follow-up written again to stand alone, [`restate`]), `retrieve`,
-    /// `decision`, `answer`, `check` (the line an answer's figure stands in read against it,
-    /// [`figure`]), `reread` (a second reading that found no answer, [`Agent::reread`]) or
-    /// `attribute`.
+    /// `restate` (a follow-up made to stand alone, [`restate`]), `retrieve`, `decision`,
+    /// `answer`, `check` (the line an answer's figure stands in read against it, [`figure`]),
+    /// `reread` (a second reading that found no answer, [`Agent::reread`]) or `attribute`.
     pub kind: &'static str,
-    /// What the step read after its standing instruction, when it is short and says why
-    /// the turn went as it did: the lines and the answer's sentence a check read. Empty for
-    /// other steps.
+    /// What a `check` read beside its standing instruction; empty for other steps.
     pub input: String,
     /// The raw model output.
     pub output: String,
