@@ -47,8 +47,9 @@ static FACT: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A comma between digit groups of three: a thousands separator, not part of the number.
+/// (An ASCII word boundary after it: `34,000元` has none in Unicode's reading.)
 static THOUSANDS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(\d),(\d{3})\b").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"(\d),(\d{3})(?-u:\b)").expect("valid regex"));
 
 /// Two modifiers for two systems before one combination: `Cmd/Ctrl+Shift+F`.
 static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {

@@ -100,13 +100,15 @@ impl Wanted {
             )
             .expect("valid regex")
         });
+        // Word boundaries around digits and keys are ASCII ones: "约了14:30在", "按Ctrl+S"
+        // have none in Unicode's reading, CJK characters being word characters.
         // A modifier and a key, a key by its name (written as keys are: "Space", "Esc"), a
         // short key in backticks (`/`), or no key said plainly.
         static KEY: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
                 r"(?x)
-                (?i:\b(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)\s*\+)
-              | (?-i:\b(?:Ctrl|Cmd|Alt|Shift|Space|Spacebar|Enter|Return|Tab|Esc|Escape|Backspace|Delete|Del|Home|End|PageUp|PageDown|PgUp|PgDn|F\d{1,2})\b)
+                (?i:(?-u:\b)(?:ctrl|control|cmd|command|alt|option|opt|shift|win|super|meta)\s*\+)
+              | (?-i:(?-u:\b)(?:Ctrl|Cmd|Alt|Shift|Space|Spacebar|Enter|Return|Tab|Esc|Escape|Backspace|Delete|Del|Home|End|PageUp|PageDown|PgUp|PgDn|F\d{1,2})(?-u:\b))
               | [⌘⌥⇧⌃↵⏎]
               | `[^`\s]{1,12}`
               | (?i:\bkey\b)
@@ -120,7 +122,7 @@ impl Wanted {
         // A clock time, or a time of day said in words.
         static TIME: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"(?i)\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h)\b|o['’]clock|\b(?:noon|midday|midnight|morning|afternoon|evening|lunchtime)\b|\bhalf\s+(?:past\s+)?\w+|\bquarter\s+(?:past|to)\b|[点點時시]|上午|下午|晚上|中午|早上",
+                r"(?i)(?-u:\b)\d{1,2}[:.]\d{2}(?-u:\b)|(?-u:\b)\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h)(?-u:\b)|o['’]clock|\b(?:noon|midday|midnight|morning|afternoon|evening|lunchtime)\b|\bhalf\s+(?:past\s+)?\w+|\bquarter\s+(?:past|to)\b|[点點時시]|上午|下午|晚上|中午|早上",
             )
             .expect("valid regex")
         });
@@ -493,6 +495,7 @@ mod tests {
             "There is no default hotkey; you can assign one in Settings [1].",
             "It doesn't have a shortcut, but you can set your own hotkey [1].",
             "按 ⌘ + P 打开命令面板。",
+            "按Ctrl+S保存。",
         ] {
             assert!(Wanted::Keys.held_in(answer), "{answer}");
         }
@@ -541,7 +544,14 @@ mod tests {
             );
         }
         assert_eq!(Wanted::in_question("tadhg's number"), Some(Wanted::Phone));
-        for answer in ["At 10:30 [1].", "Half past ten.", "下午3点", "at 9am"] {
+        // Written against Chinese characters too: no word boundary in Unicode's reading.
+        for answer in [
+            "At 10:30 [1].",
+            "Half past ten.",
+            "下午3点",
+            "at 9am",
+            "2月18号，策划约了14:30在工作室。",
+        ] {
             assert!(Wanted::Time.held_in(answer), "{answer}");
         }
         assert!(!Wanted::Time.held_in("The hearing test was on 19 April [1]."));

@@ -42,6 +42,7 @@ fn numbers_match_in_other_forms() {
         "On 11/05/2021.",
         "On 2022-03-03.",
         "On 3 March 2022.",
+        "保留1,000个版本。",
     ] {
         assert!(given.unsupported(answer, true).is_empty(), "{answer}");
     }
