@@ -293,9 +293,10 @@ impl Subject {
     }
 }
 
-/// The words `sources` write with a capital after a word in lowercase (not opening a
-/// line, a sentence or a title in title case: "Year" heading a column, "Bump Into" in a
-/// title) and never without one, lowercase: names, as a person typing a question in
+/// The words `sources` write with a capital after a word in lowercase in the same sentence
+/// or table cell (not opening a line, a sentence or a title in title case: "Year" heading a
+/// column, "Bump Into" in a title; but each of "route, Porto → Santiago" and "Galway, Cork
+/// and Dublin") and never without one, lowercase: names, as a person typing a question in
 /// lowercase means them ("tadhg's number", from "got it off Tadhg").
 fn capitalised_only(sources: &[Source]) -> HashSet<String> {
     let mut capitalised = HashSet::new();
@@ -304,6 +305,10 @@ fn capitalised_only(sources: &[Source]) -> HashSet<String> {
         for line in source.title.lines().chain(source.passage.lines()) {
             let mut after_lowercase = false;
             for token in line.split_whitespace() {
+                // A table's cell is read apart, as a sentence.
+                if token.starts_with('|') {
+                    after_lowercase = false;
+                }
                 for word in words(token) {
                     let word = word
                         .strip_suffix("'s")
@@ -318,7 +323,7 @@ fn capitalised_only(sources: &[Source]) -> HashSet<String> {
                         }
                         _ => {}
                     }
-                    after_lowercase = word.starts_with(char::is_lowercase);
+                    after_lowercase |= word.starts_with(char::is_lowercase);
                     // A word in lowercase within an identifier is in lowercase too: the
                     // note `assignment_7` writes "assignment", whatever its tasks capitalise.
                     if word.contains('_') {
@@ -329,8 +334,8 @@ fn capitalised_only(sources: &[Source]) -> HashSet<String> {
                         );
                     }
                 }
-                // A sentence ends at its mark.
-                if token.ends_with(['.', '!', '?', ':', '。', '！', '？']) {
+                // A sentence ends at its mark, a cell at its bar.
+                if token.ends_with(['.', '!', '?', ':', '|', '。', '！', '？']) {
                     after_lowercase = false;
                 }
             }
@@ -568,7 +573,8 @@ mod tests {
             text: String::new(),
             passage:
                 "- rang Liam (gutters) 085 118 4476, got it off Tadhg\n- quote for the gutters\n\
-                      | Year | Bump Into |"
+                      | Year | Bump Into |\n| 2023 | read | Year Zero |\n\
+                      Coastal route, Porto → Santiago. Ferry"
                     .into(),
         };
         assert_eq!(
@@ -585,6 +591,19 @@ mod tests {
                 "what year did I bump into him",
                 std::slice::from_ref(&source)
             ),
+            None
+        );
+        // A name after another, in the same sentence, is one too.
+        assert_eq!(
+            Subject::of(
+                "flight number for the way home from santiago",
+                std::slice::from_ref(&source)
+            )
+            .map(|s| s.names),
+            Some(vec!["santiago".into()])
+        );
+        assert_eq!(
+            Subject::of("how much was the ferry fare", std::slice::from_ref(&source)),
             None
         );
         // A word the sources write in lowercase too is no name, within an identifier too.
