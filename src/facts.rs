@@ -118,6 +118,12 @@ fn dates_in(text: &str) -> Vec<(Range<usize>, Vec<String>)> {
     dates
 }
 
+/// Whether `text` writes a date with its month's name or in CJK characters (`11 May 2021`,
+/// `May 11`, `2月18日`).
+pub fn writes_date(text: &str) -> bool {
+    !dates_in(text).is_empty()
+}
+
 /// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
 fn month_number(word: &str) -> Option<usize> {
     let word = word.to_lowercase();

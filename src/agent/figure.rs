@@ -26,7 +26,7 @@ use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Chosen, Completion};
-use crate::facts::{KnownFacts, names_in, without_marks};
+use crate::facts::{KnownFacts, names_in, without_marks, writes_date};
 use crate::grammar::VERDICT_GBNF;
 use crate::prompt::Message;
 use crate::sources::{Source, cited_numbers};
@@ -72,6 +72,62 @@ pub(super) fn asks_a_name(question: &str) -> bool {
         .expect("valid regex")
     });
     !asks_a_figure(question) && Wanted::in_question(question).is_none() && NAME.is_match(question)
+}
+
+/// The kind of figure a question asks for, where it says: the first figure of that kind in
+/// the answer is the one checked. "How much attendance allowance does mum get a week?" got
+/// the day the form was posted before £72.65, and the day was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FigureKind {
+    /// A date or a year: "When …?", "What year …?", "哪天", "几号".
+    Day,
+    /// A time of day: "What time …?", "几点".
+    Time,
+    /// A count, a sum or a length of time: "How much …?", "How long …?", "多少", "几天".
+    Amount,
+}
+
+impl FigureKind {
+    /// The kind `question` asks for; `None` when it does not say (a phone number, "第几名").
+    fn asked(question: &str) -> Option<FigureKind> {
+        static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)\bhow\s+(?:much|many|long|old)\b|\b(?:price|cost)\b|多少|多久|多长时间|几[岁次个张片本位天年月周件只条遍趟场块台]|何歳|いくら|いくつ|얼마|몇")
+                .expect("valid regex")
+        });
+        static DAY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\b(?:what|which)\s+(?:year|date|day)\b|\b(?:deadline|due\s+date|birthday)\b|几月几[日号]|几号|什么时候|哪一?天|哪一?年|何日|何年|いつ|언제|며칠")
+                .expect("valid regex")
+        });
+        match Wanted::in_question(question) {
+            Some(Wanted::Time) => Some(FigureKind::Time),
+            Some(Wanted::Amount) => Some(FigureKind::Amount),
+            _ if AMOUNT.is_match(question) => Some(FigureKind::Amount),
+            _ if DAY.is_match(question) => Some(FigureKind::Day),
+            _ => None,
+        }
+    }
+
+    /// The kind of `figure`, as a fact the fact check read, written before `after`.
+    fn of(figure: &str, after: &str) -> FigureKind {
+        static NUMERIC_DATE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|(?:19|20)\d{2})$")
+                .expect("valid regex")
+        });
+        static CLOCK: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^\d{1,2}:\d{2}(?::\d{2})?$").expect("valid regex"));
+        static TIME_AFTER: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)^\s?(?:am(?-u:\b)|pm(?-u:\b)|a\.m\.|p\.m\.|o['’]clock|点|點|時|시)")
+                .expect("valid regex")
+        });
+        let after = after.get(figure.len()..).unwrap_or("");
+        if writes_date(figure) || NUMERIC_DATE.is_match(figure) {
+            FigureKind::Day
+        } else if CLOCK.is_match(figure) || TIME_AFTER.is_match(after) {
+            FigureKind::Time
+        } else {
+            FigureKind::Amount
+        }
+    }
 }
 
 /// A check that ran: what it read after its standing instruction (the lines, where they
@@ -135,11 +191,23 @@ impl FigureLine {
     pub(super) fn find(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
         let answer = without_marks(answer);
         let asked = KnownFacts::new([question]);
-        let figure = KnownFacts::new([])
+        let mut figures: Vec<(usize, String)> = KnownFacts::new([])
             .unsupported(&answer, true)
             .into_iter()
             .filter(|fact| fact.chars().any(|c| c.is_ascii_digit()))
-            .find(|fact| !asked.unsupported(fact, false).is_empty())?;
+            .filter(|fact| !asked.unsupported(fact, false).is_empty())
+            .map(|fact| {
+                let at = find_whole(&answer, &fact).or_else(|| answer.find(fact.as_str()));
+                (at.unwrap_or(answer.len()), fact)
+            })
+            .collect();
+        figures.sort_by_key(|(at, _)| *at);
+        let kind = FigureKind::asked(question);
+        let figure = figures
+            .iter()
+            .find(|(at, fact)| Some(FigureKind::of(fact, &answer[*at..])) == kind)
+            .or(figures.first())
+            .map(|(_, fact)| fact.clone())?;
         let holds = |texts: &[&str]| {
             KnownFacts::new(texts.iter().copied())
                 .unsupported(&figure, false)

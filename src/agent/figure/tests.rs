@@ -255,3 +255,74 @@ fn runs_of_chinese_script_are_read_longest_first_without_particles() {
     assert!(!runs.contains(&"编辑".to_string()));
     assert!(!runs.contains(&"名字".to_string()));
 }
+
+#[test]
+fn the_figure_checked_is_the_first_of_the_kind_asked() {
+    let sources = [source(
+        1,
+        "Mum",
+        "## Allowance\n- form posted 3 March 2025\n- attendance allowance: £72.65 a week\n- assessor came at 14:30 on 2025-04-02",
+    )];
+    let answer = "The form went off on 3 March 2025; she gets £72.65 a week [1].";
+    let found = FigureLine::find(
+        "How much attendance allowance does mum get a week?",
+        answer,
+        &sources,
+    )
+    .expect("the amount");
+    assert_eq!(found.figure, "£72.65");
+    assert_eq!(
+        found.shown(),
+        "- form posted 3 March 2025\n- attendance allowance: £72.65 a week"
+    );
+    let found = FigureLine::find("When did I post mum's form?", answer, &sources).expect("the day");
+    assert_eq!(found.figure, "3 March 2025");
+    let found = FigureLine::find(
+        "What time did the assessor come?",
+        "On 2025-04-02 at 14:30 [1].",
+        &sources,
+    )
+    .expect("the time");
+    assert_eq!(found.figure, "14:30");
+    // A question that names no kind checks the answer's first figure, as written first.
+    let found = FigureLine::find(
+        "What's my dentist's phone number?",
+        "£72.65, posted 3 March 2025 [1].",
+        &sources,
+    )
+    .expect("the first figure");
+    assert_eq!(found.figure, "£72.65");
+}
+
+#[test]
+fn the_kind_of_figure_asked_and_given_is_told() {
+    for (question, kind) in [
+        ("How much did the plumber charge?", Some(FigureKind::Amount)),
+        ("how long was the flight", Some(FigureKind::Amount)),
+        ("蜜月总共花掉多少钱了", Some(FigureKind::Amount)),
+        ("拍了几张照片", Some(FigureKind::Amount)),
+        ("When is Jesse's birthday?", Some(FigureKind::Day)),
+        ("What year did I move?", Some(FigureKind::Day)),
+        ("婚礼是哪天", Some(FigureKind::Day)),
+        ("2月18号跟策划约的几点", Some(FigureKind::Time)),
+        ("What time was the hearing test?", Some(FigureKind::Time)),
+        ("What's my dentist's phone number?", None),
+        ("考了第几名", None),
+    ] {
+        assert_eq!(FigureKind::asked(question), kind, "{question}");
+    }
+    for (figure, after, kind) in [
+        ("3 March 2025", "", FigureKind::Day),
+        ("2月18日", "", FigureKind::Day),
+        ("2025-02-18", "", FigureKind::Day),
+        ("18/02/2025", "", FigureKind::Day),
+        ("2024", "2024 you moved", FigureKind::Day),
+        ("14:30", "", FigureKind::Time),
+        ("3", "3pm", FigureKind::Time),
+        ("2", "2点", FigureKind::Time),
+        ("72.65", "72.65 a week", FigureKind::Amount),
+        ("34000", "34000元", FigureKind::Amount),
+    ] {
+        assert_eq!(FigureKind::of(figure, after), kind, "{figure}");
+    }
+}
