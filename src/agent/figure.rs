@@ -43,11 +43,12 @@ const CHECK_YES_ODDS: f32 = 0.5;
 
 /// Whether `question` asks for a figure: a date or a time ("When …?", "What's the
 /// deadline …?"), an amount or a count ("How much …?", "How many …?"), a length of time, a
-/// year, a price or a phone number.
+/// year, a price, a phone number or any other number ("flight number for the way home",
+/// 号码, 编号: asked what no note gives, Qwen2.5-1.5B gave the outbound flight's).
 pub(super) fn asks_a_figure(question: &str) -> bool {
     static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday)\b|几月几日|什么时候|哪一?天|哪年|第?几[号点岁次个张片本位名天年月周件只条遍趟场块台]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
+            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday|number)\b|号码|编号|几月几日|什么时候|哪一?天|哪年|第?几[号点岁次个张片本位名天年月周件只条遍趟场块台]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
         )
         .expect("valid regex")
     });
@@ -91,7 +92,7 @@ impl FigureKind {
     /// The kind `question` asks for; `None` when it does not say (a phone number, "第几名").
     fn asked(question: &str) -> Option<FigureKind> {
         static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)\bhow\s+(?:much|many|long|old)\b|\b(?:price|cost)\b|多少|多久|多长时间|几[岁次个张片本位天年月周件只条遍趟场块台]|何歳|いくら|いくつ|얼마|몇")
+            Regex::new(r"(?i)\bhow\s+(?:much|many|long|old)\b|\b(?:price|cost)\b|\bnumber\s+of\b|多少|多久|多长时间|几[岁次个张片本位天年月周件只条遍趟场块台]|何歳|いくら|いくつ|얼마|몇")
                 .expect("valid regex")
         });
         static DAY: LazyLock<Regex> = LazyLock::new(|| {

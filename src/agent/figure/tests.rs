@@ -23,6 +23,8 @@ fn questions_asking_for_a_figure_are_told_from_others() {
         "What's my dentist's phone number?",
         "How many pages has the book?",
         "What year did I move?",
+        "flight number for the way home from santiago",
+        "妈的医保卡号码",
         "我什么时候去的牙医？",
         "婚礼是哪天",
         "约的几点",
@@ -307,6 +309,8 @@ fn the_kind_of_figure_asked_and_given_is_told() {
         ("2月18号跟策划约的几点", Some(FigureKind::Time)),
         ("What time was the hearing test?", Some(FigureKind::Time)),
         ("What's my dentist's phone number?", None),
+        ("flight number for the way home", None),
+        ("the number of pages", Some(FigureKind::Amount)),
         ("考了第几名", None),
     ] {
         assert_eq!(FigureKind::asked(question), kind, "{question}");
