@@ -315,6 +315,7 @@ fn best_line(
             }
             let above = match std::mem::replace(&mut before, trimmed) {
                 _ if row && header != trimmed => header,
+                _ if !row && says_enough(trimmed) => "",
                 above => above,
             };
             let Some(itself) = holds(&label, heading, trimmed) else {
@@ -343,6 +344,32 @@ fn best_line(
         }
     }
     best.map(|(_, line)| line)
+}
+
+/// Words a line must hold of its own to be read without the line before it: a word of two
+/// letters or more, or two characters of Chinese, Japanese or Korean script.
+const LINE_OWN_WORDS: usize = 4;
+
+/// Whether `line` says what it is about in words of its own ([`LINE_OWN_WORDS`]): then the
+/// line before it, as often another item of its list as what it is about, is not shown.
+/// "- collected the turkey from Mannion's butchers — €78" under "She brought her own ham"
+/// was read as the ham's price; `paid:: 99$` still needs its `bought:: jacket`.
+fn says_enough(line: &str) -> bool {
+    let (mut words, mut cjk, mut letters) = (0, 0, 0);
+    for c in line.chars().chain([' ']) {
+        if c.is_alphabetic() && !is_cjk(c) {
+            letters += 1;
+            continue;
+        }
+        if letters >= 2 {
+            words += 1;
+        }
+        letters = 0;
+        if is_cjk(c) {
+            cjk += 1;
+        }
+    }
+    2 * words + cjk >= 2 * LINE_OWN_WORDS
 }
 
 /// The runs of Chinese, Japanese or Korean script in `answer`, two characters or more, that

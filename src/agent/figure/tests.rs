@@ -148,10 +148,8 @@ fn a_day_from_a_notes_title_is_checked_on_the_line_that_bears_on_the_question() 
     .expect("the day of the note");
     assert_eq!(found.figure, "February 14, 2025");
     assert_eq!(found.claim, "Jesse's birthday is on February 14, 2025.");
-    assert_eq!(
-        found.shown(),
-        "Work was long.\nValentine's dinner with Jesse at Héron."
-    );
+    // A line saying enough of its own is read alone.
+    assert_eq!(found.shown(), "Valentine's dinner with Jesse at Héron.");
 }
 
 #[test]
@@ -329,4 +327,39 @@ fn the_kind_of_figure_asked_and_given_is_told() {
     ] {
         assert_eq!(FigureKind::of(figure, after), kind, "{figure}");
     }
+}
+
+#[test]
+fn a_line_that_says_enough_is_read_without_the_line_before() {
+    let day = source(
+        1,
+        "2023-12-24",
+        "## Christmas Eve\n- She brought her own ham, boiled it herself\n\
+         - collected the turkey from Mannion's butchers — €78\nbought:: jacket\npaid:: 99$\n\
+         - 车险 续了，平安\n- 总共花了 30399，超预算 1899",
+    );
+    let found = FigureLine::find(
+        "what did the christmas ham cost",
+        "The Christmas ham cost €78 [1].",
+        std::slice::from_ref(&day),
+    )
+    .expect("the line");
+    assert_eq!(
+        found.shown(),
+        "- collected the turkey from Mannion's butchers — €78"
+    );
+    let found = FigureLine::find(
+        "How much was the jacket?",
+        "99$ [1].",
+        std::slice::from_ref(&day),
+    )
+    .expect("the line");
+    assert_eq!(found.shown(), "bought:: jacket\npaid:: 99$");
+    let found = FigureLine::find("总共花了多少", "花了30399元。", &[day]).expect("the line");
+    assert_eq!(
+        found.shown(),
+        "- 车险 续了，平安\n- 总共花了 30399，超预算 1899"
+    );
+    assert!(says_enough("- 公众号 关注 破 1000 了！现在 1046 🎉"));
+    assert!(!says_enough("- 原价 ¥760，舅舅给算 ¥580"));
 }
