@@ -131,6 +131,45 @@ impl FigureKind {
     }
 }
 
+/// The period a rate is given or asked for per: "an hour", "per month", "weekly", 每月. Asked
+/// what no note gives, Qwen2.5-1.5B answered "what does oisín get paid an hour at the
+/// chipper" with "€150 per month", an orthodontist's monthly payment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Per {
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl Per {
+    /// The first period `text` gives a rate per, if any.
+    fn in_text(text: &str) -> Option<Per> {
+        static PER: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(
+                r"(?i)\b(?:per|an?|each|every)\s+(hour|day|week|month|year)\b|/\s?(hour|hr|h|day|week|wk|month|mo|year|yr)\b|\b(hourly|daily|weekly|monthly|yearly|annually)\b|每个?(小时|钟头|天|日|周|星期|礼拜|月|年)",
+            )
+            .expect("valid regex")
+        });
+        let found = PER.captures(text)?;
+        let word = found
+            .iter()
+            .skip(1)
+            .flatten()
+            .next()?
+            .as_str()
+            .to_lowercase();
+        Some(match word.as_str() {
+            "hour" | "hr" | "h" | "hourly" | "小时" | "钟头" => Per::Hour,
+            "day" | "daily" | "天" | "日" => Per::Day,
+            "week" | "wk" | "weekly" | "周" | "星期" | "礼拜" => Per::Week,
+            "month" | "mo" | "monthly" | "月" => Per::Month,
+            _ => Per::Year,
+        })
+    }
+}
+
 /// A check that ran: what it read after its standing instruction (the lines, where they
 /// stand and the answer's sentence), and its verdict.
 #[derive(Debug, Clone)]
@@ -162,6 +201,9 @@ pub(super) struct FigureLine {
     pub(super) line: String,
     /// The sentence of the answer that gives the figure, citation marks out.
     pub(super) claim: String,
+    /// Whether the question asks for a rate per one period and the claim gives one per
+    /// another ([`Per`]): no answer, whatever the line says.
+    pub(super) other_period: bool,
 }
 
 impl FigureLine {
@@ -217,10 +259,15 @@ impl FigureLine {
         let found = best_line(question, &answer, sources, |label, heading, line| {
             holds(&[label, heading, line]).then(|| holds(&[line]))
         })?;
-        Some(found.with(
-            whole_figure(&answer, &figure),
-            sentence_with(&answer, &figure),
-        ))
+        let claim = sentence_with(&answer, &figure);
+        let other_period = matches!(
+            (Per::in_text(question), Per::in_text(&claim)),
+            (Some(asked), Some(given)) if asked != given
+        );
+        Some(FigureLine {
+            other_period,
+            ..found.with(whole_figure(&answer, &figure), claim)
+        })
     }
 
     /// The name `answer` gives to a question asking for one ([`asks_a_name`]) that the
@@ -338,6 +385,7 @@ fn best_line(
                     before: above.to_string(),
                     line: trimmed.to_string(),
                     claim: String::new(),
+                    other_period: false,
                 };
                 best = Some((rank, line));
             }
@@ -502,6 +550,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // The check sees no numbered sources.
         static SOURCE: LazyLock<Regex> =
             LazyLock::new(|| Regex::new(r" \(source \d+\)").expect("valid regex"));
+        if line.other_period {
+            tracing::debug!("{:?} is a rate per another period than asked", line.claim);
+            return Ok((false, None));
+        }
         let someone = someone.map(|s| SOURCE.replace_all(s, "").into_owned());
         let instruction = self.template.check_instruction(
             &line.place,

@@ -363,3 +363,35 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
     assert!(says_enough("- 公众号 关注 破 1000 了！现在 1046 🎉"));
     assert!(!says_enough("- 原价 ¥760，舅舅给算 ¥580"));
 }
+
+#[test]
+fn a_rate_per_another_period_than_asked_is_no_answer() {
+    assert_eq!(
+        Per::in_text("what does oisín get paid an hour"),
+        Some(Per::Hour)
+    );
+    assert_eq!(Per::in_text("€150 per month"), Some(Per::Month));
+    assert_eq!(Per::in_text("£72.65 a week"), Some(Per::Week));
+    assert_eq!(Per::in_text("每月房租多少"), Some(Per::Month));
+    assert_eq!(Per::in_text("€12/hr"), Some(Per::Hour));
+    assert_eq!(Per::in_text("How much did the plumber charge?"), None);
+    let sources = [source(
+        1,
+        "2023-08-15 Oisín orthodontist",
+        "- deposit €800 paid today, then €150 a month by DD",
+    )];
+    let asked = "what does oisín get paid an hour at the chipper";
+    let found =
+        FigureLine::find(asked, "Oisín gets €150 per month [1].", &sources).expect("the line");
+    assert!(found.other_period);
+    let found = FigureLine::find(
+        "how much is the brace a month",
+        "€150 a month [1].",
+        &sources,
+    )
+    .expect("the line");
+    assert!(!found.other_period);
+    let found =
+        FigureLine::find("how much was the deposit", "€800 [1].", &sources).expect("the line");
+    assert!(!found.other_period);
+}
