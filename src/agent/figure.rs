@@ -259,7 +259,7 @@ impl FigureLine {
         let found = best_line(question, &answer, sources, |label, heading, line| {
             holds(&[label, heading, line]).then(|| holds(&[line]))
         })?;
-        let claim = sentence_with(&answer, &figure);
+        let claim = claim_about(question, &answer, &figure);
         let other_period = matches!(
             (Per::in_text(question), Per::in_text(&claim)),
             (Some(asked), Some(given)) if asked != given
@@ -492,6 +492,53 @@ fn whole_figure(text: &str, fact: &str) -> String {
         })
 }
 
+/// A full-width mark ends a sentence whatever follows; a full stop only before a space.
+fn ends_wide(c: char) -> bool {
+    matches!(c, '。' | '！' | '？' | '\n')
+}
+
+fn ends(c: char) -> bool {
+    ends_wide(c) || matches!(c, '.' | '!' | '?')
+}
+
+/// Where the sentence of `text` holding `at` begins: after the end of the one before.
+fn sentence_start(text: &str, at: usize) -> usize {
+    text[..at]
+        .char_indices()
+        .rev()
+        .find(|&(i, c)| ends_wide(c) || (ends(c) && text[i + c.len_utf8()..].starts_with(' ')))
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
+/// The answer's sentence that gives `fact` ([`sentence_with`]), led by the sentence before
+/// it when it shares no search term with `question`: "The total amount was €6,900, …",
+/// after "The grant was approved on 21 September, …", is the grant's, and read alone the
+/// check took it for any total, a plumber's quote.
+fn claim_about(question: &str, text: &str, fact: &str) -> String {
+    let claim = sentence_with(text, fact);
+    let mut tokenizer = Tokenizer::default();
+    let asked: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
+    let Some(at) = find_whole(text, fact) else {
+        return claim;
+    };
+    if tokenizer
+        .query_terms(&claim)
+        .iter()
+        .any(|term| asked.contains(term))
+    {
+        return claim;
+    }
+    let head = text[..sentence_start(text, at)].trim_end();
+    let head = head.strip_suffix(ends).unwrap_or(head);
+    let before: Vec<&str> = text[sentence_start(text, head.len())..sentence_start(text, at)]
+        .split_whitespace()
+        .collect();
+    match before.join(" ") {
+        before if before.is_empty() => claim,
+        before => format!("{before} {claim}"),
+    }
+}
+
 /// The sentence of `text` that holds `fact`, trimmed: from the end of the sentence before
 /// (a full stop, question or exclamation mark and a space, or a line break) to the end of its
 /// own. A full stop within a number (`40.00`) ends nothing.
@@ -499,20 +546,13 @@ fn sentence_with(text: &str, fact: &str) -> String {
     let Some(at) = find_whole(text, fact) else {
         return text.trim().to_string();
     };
-    // A full-width mark ends a sentence whatever follows; a full stop only before a space.
-    let wide = |c: char| matches!(c, '。' | '！' | '？' | '\n');
-    let ends = |c: char| wide(c) || matches!(c, '.' | '!' | '?');
-    let start = text[..at]
-        .char_indices()
-        .rev()
-        .find(|&(i, c)| wide(c) || (ends(c) && text[i + c.len_utf8()..].starts_with(' ')))
-        .map_or(0, |(i, c)| i + c.len_utf8());
+    let start = sentence_start(text, at);
     let after = at + fact.len();
     let end = text[after..]
         .char_indices()
         .find(|&(i, c)| {
             let next = text[after + i + c.len_utf8()..].chars().next();
-            wide(c) || (ends(c) && next.is_none_or(char::is_whitespace))
+            ends_wide(c) || (ends(c) && next.is_none_or(char::is_whitespace))
         })
         .map_or(text.len(), |(i, c)| after + i + c.len_utf8());
     // A citation mark blanked out leaves spaces, before a full stop too.

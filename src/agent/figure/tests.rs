@@ -395,3 +395,25 @@ fn a_rate_per_another_period_than_asked_is_no_answer() {
         FigureLine::find("how much was the deposit", "€800 [1].", &sources).expect("the line");
     assert!(!found.other_period);
 }
+
+#[test]
+fn a_claim_naming_nothing_asked_about_is_read_after_the_sentence_before() {
+    let asked = "how much was mam's bathroom grant in the end";
+    let answer = "The grant was approved on 21 September. The total was €6,900, with tiling.";
+    assert_eq!(
+        claim_about(asked, answer, "6,900"),
+        "The grant was approved on 21 September. The total was €6,900, with tiling."
+    );
+    assert_eq!(
+        claim_about("how much was the total", answer, "6,900"),
+        "The total was €6,900, with tiling."
+    );
+    assert_eq!(
+        claim_about(asked, "It was €6,900.", "6,900"),
+        "It was €6,900."
+    );
+    assert_eq!(
+        claim_about("汉马半马我跑了多少", "那天下雨。用时2小时05分。", "2"),
+        "那天下雨。 用时2小时05分。"
+    );
+}
