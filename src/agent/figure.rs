@@ -22,11 +22,12 @@ use std::sync::LazyLock;
 use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
+use self::claim::{FigureKind, Per, claim_about, find_whole, sentence_with, whole_figure};
 use super::side_step::{Context, SideStep};
 use super::subject::Wanted;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Chosen, Completion};
-use crate::facts::{KnownFacts, names_in, without_marks, writes_date};
+use crate::facts::{KnownFacts, names_in, without_marks};
 use crate::grammar::VERDICT_GBNF;
 use crate::prompt::Message;
 use crate::sources::{Source, cited_numbers};
@@ -73,101 +74,6 @@ pub(super) fn asks_a_name(question: &str) -> bool {
         .expect("valid regex")
     });
     !asks_a_figure(question) && Wanted::in_question(question).is_none() && NAME.is_match(question)
-}
-
-/// The kind of figure a question asks for, where it says: the first figure of that kind in
-/// the answer is the one checked. "How much attendance allowance does mum get a week?" got
-/// the day the form was posted before £72.65, and the day was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FigureKind {
-    /// A date or a year: "When …?", "What year …?", "哪天", "几号".
-    Day,
-    /// A time of day: "What time …?", "几点".
-    Time,
-    /// A count, a sum or a length of time: "How much …?", "How long …?", "多少", "几天".
-    Amount,
-}
-
-impl FigureKind {
-    /// The kind `question` asks for; `None` when it does not say (a phone number, "第几名").
-    fn asked(question: &str) -> Option<FigureKind> {
-        static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)\bhow\s+(?:much|many|long|old)\b|\b(?:price|cost)\b|\bnumber\s+of\b|多少|多久|多长时间|几[岁次个张片本位天年月周件只条遍趟场块台]|何歳|いくら|いくつ|얼마|몇")
-                .expect("valid regex")
-        });
-        static DAY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\b(?:what|which)\s+(?:year|date|day)\b|\b(?:deadline|due\s+date|birthday)\b|几月几[日号]|几号|什么时候|哪一?天|哪一?年|何日|何年|いつ|언제|며칠")
-                .expect("valid regex")
-        });
-        match Wanted::in_question(question) {
-            Some(Wanted::Time) => Some(FigureKind::Time),
-            Some(Wanted::Amount) => Some(FigureKind::Amount),
-            _ if AMOUNT.is_match(question) => Some(FigureKind::Amount),
-            _ if DAY.is_match(question) => Some(FigureKind::Day),
-            _ => None,
-        }
-    }
-
-    /// The kind of `figure`, as a fact the fact check read, written before `after`.
-    fn of(figure: &str, after: &str) -> FigureKind {
-        static NUMERIC_DATE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|(?:19|20)\d{2})$")
-                .expect("valid regex")
-        });
-        static CLOCK: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"^\d{1,2}:\d{2}(?::\d{2})?$").expect("valid regex"));
-        static TIME_AFTER: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\s?(?:am(?-u:\b)|pm(?-u:\b)|a\.m\.|p\.m\.|o['’]clock|点|點|時|시)")
-                .expect("valid regex")
-        });
-        let after = after.get(figure.len()..).unwrap_or("");
-        if writes_date(figure) || NUMERIC_DATE.is_match(figure) {
-            FigureKind::Day
-        } else if CLOCK.is_match(figure) || TIME_AFTER.is_match(after) {
-            FigureKind::Time
-        } else {
-            FigureKind::Amount
-        }
-    }
-}
-
-/// The period a rate is given or asked for per: "an hour", "per month", "weekly", 每月. Asked
-/// what no note gives, Qwen2.5-1.5B answered "what does oisín get paid an hour at the
-/// chipper" with "€150 per month", an orthodontist's monthly payment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Per {
-    Hour,
-    Day,
-    Week,
-    Month,
-    Year,
-}
-
-impl Per {
-    /// The first period `text` gives a rate per, if any.
-    fn in_text(text: &str) -> Option<Per> {
-        static PER: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"(?i)\b(?:per|an?|each|every)\s+(hour|day|week|month|year)\b|/\s?(hour|hr|h|day|week|wk|month|mo|year|yr)\b|\b(hourly|daily|weekly|monthly|yearly|annually)\b|每个?(小时|钟头|天|日|周|星期|礼拜|月|年)",
-            )
-            .expect("valid regex")
-        });
-        let found = PER.captures(text)?;
-        let word = found
-            .iter()
-            .skip(1)
-            .flatten()
-            .next()?
-            .as_str()
-            .to_lowercase();
-        Some(match word.as_str() {
-            "hour" | "hr" | "h" | "hourly" | "小时" | "钟头" => Per::Hour,
-            "day" | "daily" | "天" | "日" => Per::Day,
-            "week" | "wk" | "weekly" | "周" | "星期" | "礼拜" => Per::Week,
-            "month" | "mo" | "monthly" | "月" => Per::Month,
-            _ => Per::Year,
-        })
-    }
 }
 
 /// A check that ran: what it read after its standing instruction (the lines, where they
@@ -461,120 +367,6 @@ const PARTICLES: &[char] = &[
 /// Characters a name in Chinese, Japanese or Korean script is read to at most.
 const MAX_CJK_NAME: usize = 8;
 
-/// Where `text` writes `fact` as a whole, not as a part of a longer number ("20" in
-/// "2022").
-fn find_whole(text: &str, fact: &str) -> Option<usize> {
-    text.match_indices(fact).map(|(at, _)| at).find(|&at| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + fact.len()..].chars().next();
-        !before.is_some_and(|c| c.is_ascii_digit()) && !after.is_some_and(|c| c.is_ascii_digit())
-    })
-}
-
-/// `fact` as `text` writes it, whole: with the currency sign before it and the groups of
-/// digits around it that one space, a hyphen or a `+` joins to it (the fact check reads a
-/// phone number's groups as numbers of their own).
-fn whole_figure(text: &str, fact: &str) -> String {
-    static WHOLE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[+€$£¥]?\s?(?:\d[\d.,:/]*[ -]?)+").expect("valid regex"));
-    // A date with its month's name is whole as the fact check read it.
-    let Some(at) = find_whole(text, fact).filter(|_| !fact.chars().any(char::is_alphabetic)) else {
-        return fact.to_string();
-    };
-    WHOLE
-        .find_iter(text)
-        .find(|run| run.start() <= at && at + fact.len() <= run.end())
-        .map_or(fact.to_string(), |run| {
-            run.as_str()
-                .trim()
-                .trim_end_matches(['-', '.', ','])
-                .to_string()
-        })
-}
-
-/// A full-width mark ends a sentence whatever follows; a full stop only before a space.
-fn ends_wide(c: char) -> bool {
-    matches!(c, '。' | '！' | '？' | '\n')
-}
-
-fn ends(c: char) -> bool {
-    ends_wide(c) || matches!(c, '.' | '!' | '?')
-}
-
-/// Where the sentence of `text` holding `at` begins: after the end of the one before.
-fn sentence_start(text: &str, at: usize) -> usize {
-    text[..at]
-        .char_indices()
-        .rev()
-        .find(|&(i, c)| ends_wide(c) || (ends(c) && text[i + c.len_utf8()..].starts_with(' ')))
-        .map_or(0, |(i, c)| i + c.len_utf8())
-}
-
-/// The answer's sentence that gives `fact` ([`sentence_with`]), led by the sentence before
-/// it when it shares no search term with `question`: "The total amount was €6,900, …",
-/// after "The grant was approved on 21 September, …", is the grant's, and read alone the
-/// check took it for any total, a plumber's quote.
-fn claim_about(question: &str, text: &str, fact: &str) -> String {
-    let claim = sentence_with(text, fact);
-    let mut tokenizer = Tokenizer::default();
-    let asked: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
-    let Some(at) = find_whole(text, fact) else {
-        return claim;
-    };
-    if tokenizer
-        .query_terms(&claim)
-        .iter()
-        .any(|term| asked.contains(term))
-    {
-        return claim;
-    }
-    let head = text[..sentence_start(text, at)].trim_end();
-    let head = head.strip_suffix(ends).unwrap_or(head);
-    let before: Vec<&str> = text[sentence_start(text, head.len())..sentence_start(text, at)]
-        .split_whitespace()
-        .collect();
-    match before.join(" ") {
-        before if before.is_empty() => claim,
-        before => format!("{before} {claim}"),
-    }
-}
-
-/// The sentence of `text` that holds `fact`, trimmed: from the end of the sentence before
-/// (a full stop, question or exclamation mark and a space, or a line break) to the end of its
-/// own. A full stop within a number (`40.00`) ends nothing.
-fn sentence_with(text: &str, fact: &str) -> String {
-    let Some(at) = find_whole(text, fact) else {
-        return text.trim().to_string();
-    };
-    let start = sentence_start(text, at);
-    let after = at + fact.len();
-    let end = text[after..]
-        .char_indices()
-        .find(|&(i, c)| {
-            let next = text[after + i + c.len_utf8()..].chars().next();
-            ends_wide(c) || (ends(c) && next.is_none_or(char::is_whitespace))
-        })
-        .map_or(text.len(), |(i, c)| after + i + c.len_utf8());
-    // A citation mark blanked out leaves spaces, before a full stop too.
-    let words: Vec<&str> = text[start..end].split_whitespace().collect();
-    let mut sentence = words.join(" ");
-    for mark in [".", ",", ";", ":", "!", "?"] {
-        sentence = sentence.replace(&format!(" {mark}"), mark);
-    }
-    // Where the answer comes from is no part of what it says ("According to Daily ›
-    // 2024-10-19, …", "根据…中的信息，…"), and a copied header reads to the check as a claim.
-    static SOURCE_SAID: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:(?i:according\s+to|based\s+on|as\s+per)\b[^,，]*[,，]|(?:根据|按照|据)[^,，]*[,，])\s*")
-            .expect("valid regex")
-    });
-    match SOURCE_SAID.find(&sentence) {
-        Some(said) if said.end() < sentence.len() && sentence[said.end()..].contains(fact) => {
-            sentence[said.end()..].to_string()
-        }
-        _ => sentence,
-    }
-}
-
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// Whether the model, shown `line` (with the line before it) beside the answer's claim,
     /// says the line says it; and the check's generation. `someone`: who the question points
@@ -630,5 +422,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 }
 
+mod claim;
 #[cfg(test)]
 mod tests;

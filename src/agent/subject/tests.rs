@@ -1,0 +1,253 @@
+//! Tests of the subject a question asks about and the kind of fact it wants.
+
+use super::*;
+
+fn names(question: &str) -> Option<Vec<String>> {
+    Subject::of(question, &[]).map(|s| s.names)
+}
+
+#[test]
+fn a_subject_is_named_with_capitals_in_a_question_that_asks_a_fact() {
+    assert_eq!(
+        names("When is Priya's birthday?"),
+        Some(vec!["priya".into()])
+    );
+    assert_eq!(
+        names("What's Femke de Wit's phone number?"),
+        Some(vec!["femke".into(), "wit".into()])
+    );
+    assert_eq!(
+        names("How much was the chalk bag for Marco?"),
+        Some(vec!["marco".into()])
+    );
+    // Days and months say when, not about whom; a question word opens the question.
+    assert_eq!(names("How many situps did I do on 30 January 2022?"), None);
+    assert_eq!(names("When did I go to the dentist on Monday?"), None);
+    // No fact of those kinds asked: no subject to keep to.
+    assert_eq!(names("Where did Jesse and I have dinner?"), None);
+    assert_eq!(names("Does Sync work on my Android phone?"), None);
+    assert_eq!(names("who is priya"), None);
+    assert_eq!(
+        names("How many pages of the AR book have I read?"),
+        Some(vec!["ar".into()])
+    );
+    assert_eq!(names("普里娅的生日是哪天？"), None);
+    // A length of time, a year and a price are facts asked about someone too; keys are
+    // asked of a command.
+    assert_eq!(
+        names("How long is the free trial for Obsidian Sync?"),
+        Some(vec!["obsidian".into(), "sync".into()])
+    );
+    assert_eq!(
+        names("What's the price of Publish in euros for students?"),
+        Some(vec!["publish".into()])
+    );
+    assert_eq!(
+        names("What year was Dhruv born?"),
+        Some(vec!["dhruv".into()])
+    );
+    assert_eq!(
+        names("How did I rate Severance?"),
+        Some(vec!["severance".into()])
+    );
+    assert_eq!(
+        names("What's the project ID of project_11?"),
+        Some(vec!["project_11".into()])
+    );
+    assert_eq!(
+        names("What's the keyboard shortcut on Windows for search?"),
+        None
+    );
+}
+
+#[test]
+fn a_number_the_question_gives_names_what_it_asks_about() {
+    assert_eq!(
+        names("Who wrote the 347-page book I haven't started yet?"),
+        Some(vec!["347".into()])
+    );
+    assert_eq!(
+        names("When did I get back from the 10-day trip?"),
+        Some(vec!["10".into()])
+    );
+    // Days, times, ordinals, years, versions, single digits and numbers asked about in
+    // other words pick out nothing.
+    for question in [
+        "What did I do on 15 August 2025?",
+        "How many steps did I walk on the 6th of January 2022?",
+        "Who is my 21:10 appointment on 6 Feb 2022 with?",
+        "What did I buy on 2021-02-17?",
+        "What changed in 1.10 for sync?",
+        "What did I read in 2024?",
+        "How long does assignment 7 need to be?",
+        "What's on my to-do list for week 39 of 2022?",
+        "Old links now give a 404. How do I send visitors to the new page?",
+        "How do I make it display only 100 pixels wide?",
+    ] {
+        assert_eq!(names(question), None, "{question}");
+    }
+    let pages = Subject::of("Who wrote the 347-page book I haven't started yet?", &[]).unwrap();
+    assert_eq!(
+        pages.about("books_4", "author: Conrad C\ntotalPages: 235"),
+        ""
+    );
+}
+
+#[test]
+fn an_answer_to_a_question_asking_keys_names_a_key_or_says_there_is_none() {
+    for question in [
+        "Hotkey to print the current note?",
+        "Keyboard shortcut to switch between light and dark theme?",
+        "Which key do I press to turn off snapping?",
+        "切换主题的快捷键是什么？",
+    ] {
+        assert_eq!(
+            Wanted::in_question(question),
+            Some(Wanted::Keys),
+            "{question}"
+        );
+    }
+    assert_eq!(Wanted::in_question("How do I print a note?"), None);
+    for question in [
+        "舅舅电话",
+        "厨房工长的电话多少？",
+        "她手机是多少",
+        "电话号码是什么",
+    ] {
+        assert_eq!(
+            Wanted::in_question(question),
+            Some(Wanted::Phone),
+            "{question}"
+        );
+    }
+    for question in ["我给舅舅打电话了吗？", "我的手机是什么时候买的？"] {
+        assert_eq!(Wanted::in_question(question), None, "{question}");
+    }
+    for answer in [
+        "Press `Ctrl+P` [1].",
+        "Hold Space while dragging [2].",
+        "Press Shift+Enter.",
+        "Type `/` to open the menu.",
+        "There is no default hotkey; you can assign one in Settings [1].",
+        "It doesn't have a shortcut, but you can set your own hotkey [1].",
+        "按 ⌘ + P 打开命令面板。",
+        "按Ctrl+S保存。",
+    ] {
+        assert!(Wanted::Keys.held_in(answer), "{answer}");
+    }
+    for answer in [
+        "To print the current note, use the command Templates: Insert template [1].",
+        "The Light/Dark Toggle option in the Appearance settings switches the theme [1].",
+    ] {
+        assert!(!Wanted::Keys.held_in(answer), "{answer}");
+    }
+}
+
+#[test]
+fn only_the_text_about_the_subject_is_kept() {
+    let priya = Subject::of("When is Priya's birthday?", &[]).unwrap();
+    let results = "[1] Journal › 2025-02-14 › Log\n- Elif's birthday, baklava for all\n\
+                   - worked on Harbor\n\n\
+                   [2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
+                   [3] Journal › 2025-04-11\n- 17:00 video call with Priya\n- ran 5 km";
+    assert_eq!(
+        priya.about_results(results),
+        "[2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
+         [3] Journal › 2025-04-11\n- 17:00 video call with Priya"
+    );
+    assert_eq!(priya.about("Journal › 2025-02-14", "Elif's birthday"), "");
+    assert_eq!(
+        priya.about("Journal › 2025-04-11", "Lunch with PRIYA."),
+        "Journal › 2025-04-11\nLunch with PRIYA."
+    );
+    let rory = Subject::of("How much did Rory's birthday dinner come to?", &[]).unwrap();
+    let day = "Rory's birthday — 52!\n\n- dinner at the harbour\n\nspent:: €148";
+    assert_eq!(
+        rory.about("Journal › 2023-06-12", day),
+        format!("Journal › 2023-06-12\n{day}")
+    );
+    // A name is a whole word: "Priyanka" is someone else.
+    assert_eq!(priya.about("Contacts", "Priyanka: 06 1234"), "");
+}
+
+#[test]
+fn a_time_of_day_asked_for_is_a_clock_time_or_a_time_in_words() {
+    for question in ["what time was mam's hearing test", "约的几点？"] {
+        assert_eq!(
+            Wanted::in_question(question),
+            Some(Wanted::Time),
+            "{question}"
+        );
+    }
+    assert_eq!(Wanted::in_question("tadhg's number"), Some(Wanted::Phone));
+    // Written against Chinese characters too: no word boundary in Unicode's reading.
+    for answer in [
+        "At 10:30 [1].",
+        "Half past ten.",
+        "下午3点",
+        "at 9am",
+        "2月18号，策划约了14:30在工作室。",
+    ] {
+        assert!(Wanted::Time.held_in(answer), "{answer}");
+    }
+    assert!(!Wanted::Time.held_in("The hearing test was on 19 April [1]."));
+}
+
+#[test]
+fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
+    let source = Source {
+        number: 1,
+        uri: "note://Journal/2023-01-28".into(),
+        title: "2023-01-28".into(),
+        heading_path: Vec::new(),
+        link: String::new(),
+        text: String::new(),
+        passage: "- rang Liam (gutters) 085 118 4476, got it off Tadhg\n- quote for the gutters\n\
+                  | Year | Bump Into |\n| 2023 | read | Year Zero |\n\
+                  Coastal route, Porto → Santiago. Ferry"
+            .into(),
+    };
+    assert_eq!(
+        Subject::of(
+            "how much did liam quote for the gutters",
+            std::slice::from_ref(&source)
+        )
+        .map(|s| s.names),
+        Some(vec!["liam".into()])
+    );
+    // A word opening a line or in a title in title case is no name.
+    assert_eq!(
+        Subject::of(
+            "what year did I bump into him",
+            std::slice::from_ref(&source)
+        ),
+        None
+    );
+    // A name after another, in the same sentence, is one too.
+    assert_eq!(
+        Subject::of(
+            "flight number for the way home from santiago",
+            std::slice::from_ref(&source)
+        )
+        .map(|s| s.names),
+        Some(vec!["santiago".into()])
+    );
+    assert_eq!(
+        Subject::of("how much was the ferry fare", std::slice::from_ref(&source)),
+        None
+    );
+    // A word the sources write in lowercase too is no name, within an identifier too.
+    assert_eq!(
+        Subject::of("how much was the quote", std::slice::from_ref(&source)),
+        None
+    );
+    let assignment = Source {
+        title: "assignment_7".into(),
+        passage: "Needs to have at least 48 pages.\n- [ ] Assignment task 7".into(),
+        ..source
+    };
+    assert_eq!(
+        Subject::of("How long does assignment seven need to be?", &[assignment]),
+        None
+    );
+}
