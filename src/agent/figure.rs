@@ -69,7 +69,7 @@ pub(super) fn asks_a_figure(question: &str) -> bool {
 pub(super) fn asks_a_name(question: &str) -> bool {
     static NAME: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\bwho(?:m|se)?\b|\bwhere\b|\bwhat(?:\s+is|\s+was|['’]s)?\s+(?:(?:the|my|his|her|their)\s+)?(?:name|brand|make)\b|\b(?:called|named)\s*\??\s*$|\bname\s+of\b|\bwhich\s+(?:\w+\s+)?(?:brand|make|model|shop|store|restaurant|café|cafe|pub|hotel|company|firm|variety|doctor|dentist|school|garage)\b|谁|叫什么|什么名字|名字是什么|什么牌子|哪个?牌子|哪家|哪位|哪里|哪儿|在哪|哪个地方|哪场|哪趟|哪所|誰|どこ|何という|누구|어디",
+            r"(?i)\bwho(?:m|se)?\b|\bwhere\b|\bwhat(?:\s+is|\s+was|['’]s)?\s+(?:(?:the|my|his|her|their)\s+)?(?:name|brand|make)\b|\b(?:called|named|name)\s*\??\s*$|\bname\s+of\b|\bwhich\s+(?:\w+\s+)?(?:brand|make|model|shop|store|restaurant|café|cafe|pub|hotel|company|firm|variety|doctor|dentist|school|garage)\b|谁|叫什么|什么名字|名字是什么|什么牌子|哪个?牌子|哪家|哪位|哪里|哪儿|在哪|哪个地方|哪场|哪趟|哪所|誰|どこ|何という|누구|어디",
         )
         .expect("valid regex")
     });

@@ -190,6 +190,7 @@ fn questions_asking_for_a_name_are_told_from_others() {
         "谁推荐的",
         "name of the hotel we stayed in",
         "which garlic variety did i put in",
+        "whats the audiologists name",
     ] {
         assert!(asks_a_name(question), "{question}");
     }
