@@ -142,6 +142,7 @@ fn ends_wide(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '\n')
 }
 
+/// Any mark that may end a sentence.
 fn ends(c: char) -> bool {
     ends_wide(c) || matches!(c, '.' | '!' | '?')
 }
@@ -173,9 +174,10 @@ pub(super) fn claim_about(question: &str, text: &str, fact: &str) -> String {
     {
         return claim;
     }
-    let head = text[..sentence_start(text, at)].trim_end();
+    let start = sentence_start(text, at);
+    let head = text[..start].trim_end();
     let head = head.strip_suffix(ends).unwrap_or(head);
-    let before: Vec<&str> = text[sentence_start(text, head.len())..sentence_start(text, at)]
+    let before: Vec<&str> = text[sentence_start(text, head.len())..start]
         .split_whitespace()
         .collect();
     match before.join(" ") {
