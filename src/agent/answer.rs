@@ -14,8 +14,9 @@ use std::ops::ControlFlow;
 
 use obsidian_kb::dates::Period;
 
+use super::asks::{asks_a_figure, asks_a_name};
 use super::cite::{OpeningSources, unattributed};
-use super::figure::{Check, FigureLine, asks_a_figure, asks_a_name};
+use super::figure::{Check, FigureLine};
 use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::retrieve::names_day;

@@ -22,9 +22,9 @@ use std::sync::LazyLock;
 use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
-use self::claim::{FigureKind, Per, claim_about, find_whole, sentence_with, whole_figure};
+use self::claim::{Per, claim_about, find_whole, sentence_with, whole_figure};
+use super::asks::{FigureKind, asks_a_figure, asks_a_name};
 use super::side_step::{Context, SideStep};
-use super::subject::Wanted;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Chosen, Completion};
 use crate::facts::{KnownFacts, names_in, without_marks};
@@ -41,40 +41,6 @@ const VERDICT_TOKENS: usize = 4;
 
 /// The odds of "yes" the check must give for the line to say what the answer does.
 const CHECK_YES_ODDS: f32 = 0.5;
-
-/// Whether `question` asks for a figure: a date or a time ("When …?", "What's the
-/// deadline …?"), an amount or a count ("How much …?", "How many …?"), a length of time, a
-/// year, a price, a phone number or any other number ("flight number for the way home",
-/// 号码, 编号: asked what no note gives, Qwen2.5-1.5B gave the outbound flight's).
-pub(super) fn asks_a_figure(question: &str) -> bool {
-    static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long|old)\b|\b(?:what|which)\s+(?:year|date|day|time)\b|\b(?:deadline|due\s+date|price|cost|birthday|number)\b|号码|编号|几月几日|什么时候|哪一?天|哪年|第?几[号点岁次个张片本位名天年月周件只条遍趟场块台]|多少|多久|多长时间|何日|何時|何年|何歳|いつ|いくら|いくつ|언제|얼마|며칠|몇",
-        )
-        .expect("valid regex")
-    });
-    FIGURE.is_match(question)
-        || matches!(
-            Wanted::in_question(question),
-            Some(Wanted::Phone | Wanted::Amount)
-        )
-}
-
-/// Whether `question` asks for a name: who, whose or where, what something is called or its
-/// brand ("谁", "叫什么", "什么牌子", "哪家", "在哪"). Asked what a personal vault cannot answer,
-/// Qwen2.5-1.5B named the nearest one: "出版社编辑叫什么名字？" got a running friend's name,
-/// "厨房水槽是什么牌子的" the brand of the cabinets. A figure asked for is checked as one,
-/// and a question asking for another kind of fact ([`Wanted`]) asks for no name: "the
-/// plumber who came back: what's his email?" asks for an address.
-pub(super) fn asks_a_name(question: &str) -> bool {
-    static NAME: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)\bwho(?:m|se)?\b|\bwhere\b|\bwhat(?:\s+is|\s+was|['’]s)?\s+(?:(?:the|my|his|her|their)\s+)?(?:name|brand|make)\b|\b(?:called|named|name)\s*\??\s*$|\bname\s+of\b|\bwhich\s+(?:\w+\s+)?(?:brand|make|model|shop|store|restaurant|café|cafe|pub|hotel|company|firm|variety|doctor|dentist|school|garage)\b|谁|叫什么|什么名字|名字是什么|什么牌子|哪个?牌子|哪家|哪位|哪里|哪儿|在哪|哪个地方|哪场|哪趟|哪所|誰|どこ|何という|누구|어디",
-        )
-        .expect("valid regex")
-    });
-    !asks_a_figure(question) && Wanted::in_question(question).is_none() && NAME.is_match(question)
-}
 
 /// A check that ran: what it read after its standing instruction (the lines, where they
 /// stand and the answer's sentence), and its verdict.

@@ -26,16 +26,16 @@
 //! - [`answer`]: the answer step, with the hold-back of "the notes do not say", the second
 //!   reading, and the quote that stands in for an answer that says nothing;
 //! - [`figure`]: the check that the line an answer's figure stands in says it of what the
-//!   question asks about;
+//!   question ([`asks`] for, of its [`subject`]) asks about;
 //! - [`cite`]: the attribution step, for an answer that names none of its sources.
 //!
-//! The turn ends here ([`finish`]): the answer kept in the conversation, its citations read
-//! from it.
+//! The turn ends here ([`finish`]): the answer kept in the conversation, its citations read.
 //!
 //! **Architecture invariant:** the agent is the one module that knows every stage; it talks to
 //! the model only through [`ChatModel`] and to tools only through [`ToolHost`].
 
 mod answer;
+mod asks;
 mod calls;
 mod cite;
 mod decide;

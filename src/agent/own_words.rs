@@ -11,7 +11,8 @@ use std::sync::LazyLock;
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
-use super::subject::{Subject, Wanted, about_subject, addresses_stand_in};
+use super::asks::Wanted;
+use super::subject::{Subject, about_subject, addresses_stand_in};
 use crate::facts::{KnownFacts, names_in};
 use crate::language::{without_denials, without_holes};
 use crate::sources::{Source, without_copied_headers};

@@ -8,65 +8,6 @@ use std::sync::LazyLock;
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
 
-use crate::agent::subject::Wanted;
-use crate::facts::writes_date;
-
-/// The kind of figure a question asks for, where it says: the first figure of that kind in
-/// the answer is the one checked. "How much attendance allowance does mum get a week?" got
-/// the day the form was posted before £72.65, and the day was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FigureKind {
-    /// A date or a year: "When …?", "What year …?", "哪天", "几号".
-    Day,
-    /// A time of day: "What time …?", "几点".
-    Time,
-    /// A count, a sum or a length of time: "How much …?", "How long …?", "多少", "几天".
-    Amount,
-}
-
-impl FigureKind {
-    /// The kind `question` asks for; `None` when it does not say (a phone number, "第几名").
-    pub(super) fn asked(question: &str) -> Option<FigureKind> {
-        static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)\bhow\s+(?:much|many|long|old)\b|\b(?:price|cost)\b|\bnumber\s+of\b|多少|多久|多长时间|几[岁次个张片本位天年月周件只条遍趟场块台]|何歳|いくら|いくつ|얼마|몇")
-                .expect("valid regex")
-        });
-        static DAY: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\b(?:what|which)\s+(?:year|date|day)\b|\b(?:deadline|due\s+date|birthday)\b|几月几[日号]|几号|什么时候|哪一?天|哪一?年|何日|何年|いつ|언제|며칠")
-                .expect("valid regex")
-        });
-        match Wanted::in_question(question) {
-            Some(Wanted::Time) => Some(FigureKind::Time),
-            Some(Wanted::Amount) => Some(FigureKind::Amount),
-            _ if AMOUNT.is_match(question) => Some(FigureKind::Amount),
-            _ if DAY.is_match(question) => Some(FigureKind::Day),
-            _ => None,
-        }
-    }
-
-    /// The kind of `figure`, as a fact the fact check read, written before `after`.
-    pub(super) fn of(figure: &str, after: &str) -> FigureKind {
-        static NUMERIC_DATE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|(?:19|20)\d{2})$")
-                .expect("valid regex")
-        });
-        static CLOCK: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"^\d{1,2}:\d{2}(?::\d{2})?$").expect("valid regex"));
-        static TIME_AFTER: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\s?(?:am(?-u:\b)|pm(?-u:\b)|a\.m\.|p\.m\.|o['’]clock|点|點|時|시)")
-                .expect("valid regex")
-        });
-        let after = after.get(figure.len()..).unwrap_or("");
-        if writes_date(figure) || NUMERIC_DATE.is_match(figure) {
-            FigureKind::Day
-        } else if CLOCK.is_match(figure) || TIME_AFTER.is_match(after) {
-            FigureKind::Time
-        } else {
-            FigureKind::Amount
-        }
-    }
-}
-
 /// The period a rate is given or asked for per: "an hour", "per month", "weekly", 每月. Asked
 /// what no note gives, Qwen2.5-1.5B answered "what does oisín get paid an hour at the
 /// chipper" with "€150 per month", an orthodontist's monthly payment.
