@@ -65,6 +65,9 @@ pub(super) struct Asked<'a> {
     /// Who the question points at without naming them, found by a link from the line the
     /// question describes ("The person it asks about is Elias (source 6).").
     pub(super) someone: Option<String>,
+    /// The names the question gives that the vault knows, in a script without capitals
+    /// ([`super::named`]), lowercase: who or what it asks about ([`Subject`]).
+    pub(super) named: Vec<String>,
 }
 
 impl<'a> Asked<'a> {
@@ -390,7 +393,7 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
         m.role == Role::User
             && (m.content.contains(question) || m.content.contains(asked.question.trim()))
     };
-    let subject = Subject::of(question, sources.list());
+    let subject = Subject::of(question, sources.list(), &asked.named);
     let given: Vec<String> = messages
         .iter()
         .filter(|m| !asking(m))

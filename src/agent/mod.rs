@@ -41,6 +41,7 @@ mod cite;
 mod decide;
 mod figure;
 mod gate;
+mod named;
 mod own_words;
 mod pointed;
 mod restate;
@@ -344,6 +345,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             period: opened.period.filter(|_| searched.leans),
             undated: opened.undated,
             someone: gathered.someone.clone(),
+            named: self.names_in_vault(question),
         };
         let asked = &asked;
 
@@ -388,10 +390,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         }
 
         // After the opening and the wider search, a decision among the vault's own tools only
-        // searches it again: without it (Qwen2.5-1.5B, 2 threads, docs/benches.md) not one
-        // of the 37 personal questions that reached it was answered otherwise, the help
-        // sets kept their figures, and questions the notes cannot answer took about half the
-        // time. It runs when another server's tools could bring what the vault did not.
+        // searches it again (docs/benches.md: none of 37 personal questions answered otherwise,
+        // twice the time where the notes cannot answer): it runs for another server's tools.
         let may_decide = !(retrieved && self.options.answer_first)
             || vault
                 .as_ref()

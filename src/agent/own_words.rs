@@ -52,8 +52,10 @@ impl<'a> OwnWords<'a> {
             },
             sources,
             wanted,
+            // Of the names the vault knows (`Asked::named`), none yet: an address asked of
+            // someone named in Chinese is read in all the sources.
             addresses: (wanted == Some(Wanted::Email))
-                .then(|| about_subject(Subject::of(question, sources).as_ref(), sources)),
+                .then(|| about_subject(Subject::of(question, sources, &[]).as_ref(), sources)),
             names_unknown: names_unknown(question, sources),
         }
     }

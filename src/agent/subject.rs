@@ -13,9 +13,10 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use obsidian_kb::search::is_cjk;
 use regex::Regex;
 
-use super::asks::Wanted;
+use super::asks::{Wanted, asks_a_figure};
 use crate::facts::names_in;
 use crate::sources::Source;
 
@@ -62,23 +63,25 @@ pub(super) struct Subject {
 }
 
 impl Subject {
-    /// The subject of `question`, when it asks for such a fact about someone or something it
-    /// names: with a capital, or in any case a word that `sources` write only with one
-    /// ([`capitalised_only`]: "how much did liam quote for the gutters" names Liam). `None`
-    /// otherwise (also for a question in Chinese, which has no capitals).
-    pub(super) fn of(question: &str, sources: &[Source]) -> Option<Subject> {
-        static ASKS_A_FACT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W*when\b|\bwhen['’]s\b|\bhow\s+(?:much|many|long)\b|\b(?:what|which)\s+year\b|\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
+    /// The subject of `question`, when it asks for such a fact ([`asks_a_figure`], a rating,
+    /// the ID of something) about someone or something it names: with a capital, or in any case a word that
+    /// `sources` write only with one ([`capitalised_only`]: "how much did liam quote for the
+    /// gutters" names Liam), or a name the vault knows that it writes (`named`, lowercase: the
+    /// names a question in Chinese gives, which has no capitals: [`super::named`]). `None`
+    /// otherwise.
+    pub(super) fn of(question: &str, sources: &[Source], named: &[String]) -> Option<Subject> {
+        static RATING_OR_ID: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
                 .expect("valid regex")
         });
         // Keys are asked of a command, not of someone: its line may name no system.
         let wanted = Wanted::in_question(question).filter(|w| *w != Wanted::Keys);
-        let asked = ASKS_A_FACT.captures(question);
+        let asked = RATING_OR_ID.captures(question);
         // A number the question gives picks out what it asks about, whatever it asks: "Who
         // wrote the 347-page book I haven't started yet?" got "Conrad C", the author of
         // another book, where the one of 347 pages names none.
         let numbers = numbers_given(question);
-        if asked.is_none() && wanted.is_none() && numbers.is_empty() {
+        if !asks_a_figure(question) && asked.is_none() && wanted.is_none() && numbers.is_empty() {
             return None;
         }
         // The fact's own name ("ID" in "the project ID of project_11") names no subject.
@@ -113,12 +116,26 @@ impl Subject {
             }
         }
         names.extend(numbers);
+        for name in named {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
         names.retain(|name| Some(name) != fact.as_ref());
         (!names.is_empty()).then_some(Subject { names })
     }
 
-    /// Whether `text` names the subject: one of its names as a whole word, in any case.
+    /// Whether `text` names the subject: one of its names as a whole word, in any case, or
+    /// written anywhere in it when in Chinese, Japanese or Korean script (no space marks a
+    /// word there).
     fn named_in(&self, text: &str) -> bool {
+        if self
+            .names
+            .iter()
+            .any(|name| name.chars().any(is_cjk) && text.contains(name.as_str()))
+        {
+            return true;
+        }
         words(text).any(|word| {
             let word = word
                 .strip_suffix("'s")

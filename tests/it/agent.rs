@@ -1647,3 +1647,31 @@ fn a_figure_from_a_line_about_something_else_is_no_answer() {
     );
     assert_eq!(cited_uris(&turn), ["note://People/Anna Berg"]);
 }
+
+/// A question in Chinese names whom it asks about by a note's title or alias, which no
+/// capital marks: a figure the notes give somebody else is no answer about them ("妈 生日"
+/// on a gift list, for 婷婷, the alias of 杨小婷), and one her own note gives is.
+#[test]
+fn a_name_the_vault_knows_picks_out_whom_a_chinese_question_asks_about() {
+    let (_dir, vault) = temp_vault(&[
+        (
+            "People/杨小婷.md",
+            "---\naliases: [婷婷]\nbirthday: 2003-11-02\n---\n# 杨小婷\n\n表妹，小姨的女儿。\n",
+        ),
+        (
+            "Lists/礼物清单.md",
+            "- 妈 生日（4月23日）：颈椎按摩仪 送了\n- 婷婷 考研加油礼物？还没想好\n",
+        ),
+    ]);
+    let rig = rig(&vault);
+    let invented = "婷婷的生日是4月23日。[1]";
+    let mut model = ScriptedModel::new([invented; 5], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "婷婷生日是几号？");
+    assert!(turn.answer.contains("笔记中没有说明"), "{}", turn.answer);
+    assert!(turn.citations.iter().all(|c| !c.cited));
+
+    let hers = "婷婷的生日是2003-11-02。[1]";
+    let mut model = ScriptedModel::new([hers, "yes"], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "婷婷生日是几号？");
+    assert_eq!(turn.answer, hers);
+}

@@ -3,7 +3,7 @@
 use super::*;
 
 fn names(question: &str) -> Option<Vec<String>> {
-    Subject::of(question, &[]).map(|s| s.names)
+    Subject::of(question, &[], &[]).map(|s| s.names)
 }
 
 #[test]
@@ -86,7 +86,12 @@ fn a_number_the_question_gives_names_what_it_asks_about() {
     ] {
         assert_eq!(names(question), None, "{question}");
     }
-    let pages = Subject::of("Who wrote the 347-page book I haven't started yet?", &[]).unwrap();
+    let pages = Subject::of(
+        "Who wrote the 347-page book I haven't started yet?",
+        &[],
+        &[],
+    )
+    .unwrap();
     assert_eq!(
         pages.about("books_4", "author: Conrad C\ntotalPages: 235"),
         ""
@@ -95,7 +100,7 @@ fn a_number_the_question_gives_names_what_it_asks_about() {
 
 #[test]
 fn only_the_text_about_the_subject_is_kept() {
-    let priya = Subject::of("When is Priya's birthday?", &[]).unwrap();
+    let priya = Subject::of("When is Priya's birthday?", &[], &[]).unwrap();
     let results = "[1] Journal › 2025-02-14 › Log\n- Elif's birthday, baklava for all\n\
                    - worked on Harbor\n\n\
                    [2] People › Priya Raman\nbirthday: 1990-06-02\n\n\
@@ -110,7 +115,7 @@ fn only_the_text_about_the_subject_is_kept() {
         priya.about("Journal › 2025-04-11", "Lunch with PRIYA."),
         "Journal › 2025-04-11\nLunch with PRIYA."
     );
-    let rory = Subject::of("How much did Rory's birthday dinner come to?", &[]).unwrap();
+    let rory = Subject::of("How much did Rory's birthday dinner come to?", &[], &[]).unwrap();
     let day = "Rory's birthday — 52!\n\n- dinner at the harbour\n\nspent:: €148";
     assert_eq!(
         rory.about("Journal › 2023-06-12", day),
@@ -137,7 +142,8 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
     assert_eq!(
         Subject::of(
             "how much did liam quote for the gutters",
-            std::slice::from_ref(&source)
+            std::slice::from_ref(&source),
+            &[]
         )
         .map(|s| s.names),
         Some(vec!["liam".into()])
@@ -146,7 +152,8 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
     assert_eq!(
         Subject::of(
             "what year did I bump into him",
-            std::slice::from_ref(&source)
+            std::slice::from_ref(&source),
+            &[]
         ),
         None
     );
@@ -154,18 +161,23 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
     assert_eq!(
         Subject::of(
             "flight number for the way home from santiago",
-            std::slice::from_ref(&source)
+            std::slice::from_ref(&source),
+            &[]
         )
         .map(|s| s.names),
         Some(vec!["santiago".into()])
     );
     assert_eq!(
-        Subject::of("how much was the ferry fare", std::slice::from_ref(&source)),
+        Subject::of(
+            "how much was the ferry fare",
+            std::slice::from_ref(&source),
+            &[]
+        ),
         None
     );
     // A word the sources write in lowercase too is no name, within an identifier too.
     assert_eq!(
-        Subject::of("how much was the quote", std::slice::from_ref(&source)),
+        Subject::of("how much was the quote", std::slice::from_ref(&source), &[]),
         None
     );
     let assignment = Source {
@@ -174,7 +186,30 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
         ..source
     };
     assert_eq!(
-        Subject::of("How long does assignment seven need to be?", &[assignment]),
+        Subject::of(
+            "How long does assignment seven need to be?",
+            &[assignment],
+            &[]
+        ),
         None
     );
+}
+
+#[test]
+fn a_name_the_vault_knows_names_the_subject_of_a_question_in_chinese() {
+    let named = ["婷婷".to_string(), "杨小婷".to_string()];
+    let tingting = Subject::of("婷婷生日是几号？", &[], &named).expect("a subject");
+    let gifts = "- 妈 生日（4月23日）：颈椎按摩仪 ✅ 送了\n- 婷婷 考研加油礼物？—— 还没想好";
+    assert_eq!(
+        tingting.about("礼物清单", gifts),
+        "礼物清单\n- 婷婷 考研加油礼物？—— 还没想好"
+    );
+    let her = "birthday: 2003-11-02\n表妹，小姨的女儿。";
+    assert_eq!(
+        tingting.about("People › 杨小婷", her),
+        format!("People › 杨小婷\n{her}")
+    );
+    // Asking no figure, or naming nothing the vault knows, asks about no one.
+    assert_eq!(Subject::of("婷婷在哪上学？", &[], &named), None);
+    assert_eq!(Subject::of("生日是几号？", &[], &[]), None);
 }

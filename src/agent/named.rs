@@ -1,0 +1,92 @@
+//! The names a question written in Chinese, Japanese or Korean script gives, as the vault
+//! knows them: no capital marks a name in these scripts, so a run of the question's
+//! characters that is a note's title or alias is one ("婷婷", the alias of 杨小婷), with the
+//! note's title beside it. They name the question's [`subject`](super::subject): asked
+//! "婷婷生日是几号？", Qwen2.5-1.5B gave the day of her aunt's birthday from a gift list,
+//! and the figure check said yes.
+
+use obsidian_kb::api;
+use obsidian_kb::search::is_cjk;
+
+use super::Agent;
+use crate::engine::ChatModel;
+use crate::tool::ToolHost;
+use crate::vault::VaultClient;
+
+/// The lengths, in characters, of a run read as a name: a given name or a nickname of two, a
+/// full name of three or four.
+const NAME_CHARS: std::ops::RangeInclusive<usize> = 2..=4;
+
+/// The most runs of a question looked up (each one call of `read_note`, a millisecond or
+/// so): a long question's runs past these are left unread.
+const MOST_LOOKUPS: usize = 60;
+
+impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
+    /// The names `question` gives that the vault resolves as a note's title or alias, each
+    /// with the title of its note, lowercase; none without a vault server or in a question
+    /// without these scripts. A lookup that fails finds no name.
+    pub(super) fn names_in_vault(&self, question: &str) -> Vec<String> {
+        let runs = name_runs(question);
+        if runs.is_empty() {
+            return Vec::new();
+        }
+        let Some(client) = VaultClient::new(self.runtime, self.host) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = Vec::new();
+        for run in runs.into_iter().take(MOST_LOOKUPS) {
+            let read = api::ReadParams {
+                uri: run.clone(),
+                max_chars: Some(1),
+                ..api::ReadParams::default()
+            };
+            let Ok(note) = client.call::<api::ReadOutput>(api::READ_NOTE, &read) else {
+                continue;
+            };
+            for name in [run, note.title.to_lowercase()] {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+}
+
+/// The runs of Chinese, Japanese or Korean characters in `question` that may be a name
+/// ([`NAME_CHARS`] long), each once, in the order written.
+fn name_runs(question: &str) -> Vec<String> {
+    let chars: Vec<char> = question.chars().collect();
+    let mut runs: Vec<String> = Vec::new();
+    for start in 0..chars.len() {
+        for length in NAME_CHARS {
+            let Some(piece) = chars.get(start..start + length) else {
+                break;
+            };
+            if !piece.iter().all(|&c| is_cjk(c)) {
+                break;
+            }
+            let run: String = piece.iter().collect();
+            if !runs.contains(&run) {
+                runs.push(run);
+            }
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_looked_for_among_the_runs_of_chinese_script() {
+        assert_eq!(
+            name_runs("婷婷生日？"),
+            ["婷婷", "婷婷生", "婷婷生日", "婷生", "婷生日", "生日"]
+        );
+        assert!(name_runs("When is Priya's birthday?").is_empty());
+        // A run of one character is no name.
+        assert!(name_runs("Lena的 生").is_empty());
+    }
+}
