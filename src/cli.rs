@@ -142,8 +142,9 @@ pub struct AgentArgs {
     #[arg(long)]
     pub restate: bool,
     /// Have the model read a name an answer gives (to who, where, what brand) against the
-    /// line it stands in, as it reads a figure; off by default: with a 1.5B model it refused
-    /// right answers as often as it caught made-up names (docs/benches.md).
+    /// line it stands in, as it reads a figure (that the line names what is asked about is
+    /// checked always); off by default: with a 1.5B model it refused right answers as often
+    /// as it caught made-up names (docs/benches.md).
     #[arg(long)]
     pub check_names: bool,
     /// Most tokens in an answer (default 256: `ask` and `chat` answer in a few sentences), a

@@ -124,8 +124,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.extend(instruction.iter().map(Message::user));
         let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known, asks_a_figure(question));
-        let names = self.options.check_names;
-        if (names && asks_a_name(question)) || asked.undated.is_some() {
+        if asks_a_name(question) || asked.undated.is_some() {
             gate = gate.withholding_all();
         }
         // What of the answer reached the user before a made-up fact closed the gate: it stays
@@ -164,8 +163,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // in is read as the answer ([`super::figure`]).
         let mut check = None;
         if gate.withheld().is_some()
-            && let Some(line) =
-                FigureLine::checked(question, &completion.text, sources.list(), names)
+            && let Some(line) = FigureLine::checked(question, &completion.text, sources.list())
         {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             check = checked;
@@ -296,12 +294,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // A figure or a name from the one source must answer the question too
         // ([`super::figure`]).
         let mut check = None;
-        if let Some(line) = FigureLine::checked(
-            question,
-            answer,
-            &sources.list()[..1],
-            self.options.check_names,
-        ) {
+        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1]) {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             if !answers {
                 return Ok(Reading::Nothing(completion));

@@ -108,9 +108,9 @@ pub struct AgentOptions {
     /// stands alone, and search and answer that ([`restate`]). Off: it is searched with the
     /// question before it.
     pub restate: bool,
-    /// Read a name an answer gives to a question asking one (who, where, what brand) against
-    /// the line it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it
-    /// refused right answers ("10月28号我在哪", "…分别是谁") more than it caught made-up names.
+    /// Have the model read a name an answer gives (who, where, what brand) against the line
+    /// it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it refused
+    /// right answers ("10月28号我在哪", "…分别是谁") more than it caught made-up names.
     pub check_names: bool,
 }
 

@@ -1675,3 +1675,37 @@ fn a_name_the_vault_knows_picks_out_whom_a_chinese_question_asks_about() {
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "婷婷生日是几号？");
     assert_eq!(turn.answer, hers);
 }
+
+/// A name asked for that stands in a line naming nothing the question asks about is no
+/// answer, without a model call: "whats the audiologists name" answered with a name from a
+/// line about a girlfriend. A name from the line that names the audiologist stands.
+#[test]
+fn a_name_from_a_line_about_something_else_is_no_answer() {
+    let (_dir, vault) = temp_vault(&[
+        (
+            "Daily/2023-11-11.md",
+            "- Oisín has a girlfriend apparently. won't tell us her name\n",
+        ),
+        (
+            "Daily/2023-10-02.md",
+            "- hearing test for mam, the audiologist was Nuala Byrne, lovely\n",
+        ),
+    ]);
+    let rig = rig(&vault);
+    let asked = "whats the audiologists name";
+    let wrong = "The audiologist's name is Oisín [1].";
+    let mut model = ScriptedModel::new([wrong; 5], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), asked);
+    assert!(
+        turn.answer
+            .contains("The notes do not say: the Oisín they hold is about something else."),
+        "{}",
+        turn.answer
+    );
+    assert!(turn.citations.iter().all(|c| !c.cited));
+
+    let right = "The audiologist was Nuala Byrne [1].";
+    let mut model = ScriptedModel::new([right], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), asked);
+    assert_eq!(turn.answer, right);
+}

@@ -287,19 +287,19 @@ fn a_rate_per_another_period_than_asked_is_no_answer() {
     )];
     let asked = "what does oisín get paid an hour at the chipper";
     // Checked: what someone is paid asks for an amount.
-    let found = FigureLine::checked(asked, "Oisín gets €150 per month [1].", &sources, false)
-        .expect("the line");
-    assert!(found.other_period);
+    let found =
+        FigureLine::checked(asked, "Oisín gets €150 per month [1].", &sources).expect("the line");
+    assert_eq!(found.no_answer, Some(NoAnswer::OtherPeriod));
     let found = FigureLine::find(
         "how much is the brace a month",
         "€150 a month [1].",
         &sources,
     )
     .expect("the line");
-    assert!(!found.other_period);
+    assert_eq!(found.no_answer, None);
     let found =
         FigureLine::find("how much was the deposit", "€800 [1].", &sources).expect("the line");
-    assert!(!found.other_period);
+    assert_eq!(found.no_answer, None);
 }
 
 #[test]
@@ -322,4 +322,58 @@ fn a_claim_naming_nothing_asked_about_is_read_after_the_sentence_before() {
         claim_about("汉马半马我跑了多少", "那天下雨。用时2小时05分。", "2"),
         "那天下雨。 用时2小时05分。"
     );
+}
+
+#[test]
+fn a_name_from_a_line_naming_nothing_asked_about_is_no_answer() {
+    let name = |question: &str, answer: &str, title: &str, passage: &str| {
+        let sources = [source(1, title, passage)];
+        FigureLine::find_name(question, answer, &sources).expect("a name in a line")
+    };
+    let nothing_asked = Some(NoAnswer::NothingAsked);
+    // "her name" names no audiologist; "Variety" heads the carrots' column, not garlic's.
+    let girlfriend = name(
+        "whats the audiologists name",
+        "The audiologist's name is Oisín Daly. [1]",
+        "2023-11-11",
+        "- Oisín has a girlfriend apparently. won't tell us her name",
+    );
+    assert_eq!(girlfriend.no_answer, nothing_asked);
+    let carrots = name(
+        "which garlic variety did i put in",
+        "The garlic variety was Nantes 2 [1].",
+        "Allotment 2023",
+        "| Crop | Variety | Brand |\n|---|---|---|\n| carrots | Nantes 2 | Corrib Seeds |",
+    );
+    assert_eq!(carrots.no_answer, nothing_asked);
+    let friend = name(
+        "找我出书的那个出版社编辑叫什么名字？",
+        "出版社编辑的名字是浩子。[1]",
+        "2024-10-19",
+        "- 浩子 约 11月 一起 报 一个 越野 10k",
+    );
+    assert_eq!(friend.no_answer, nothing_asked);
+    // Where the thing asked about is named, in the line, its heading or its note's title.
+    let insurer = name(
+        "who's the van insured with",
+        "The van is insured with Atlantic Direct [1].",
+        "Van",
+        "- **Insurance**: Atlantic Direct, business use.",
+    );
+    assert_eq!(insurer.no_answer, None);
+    let seeds = name(
+        "which brand were the beetroot seeds?",
+        "Moyne Organics [1].",
+        "Allotment 2023",
+        "| Crop | Variety | Brand |\n|---|---|---|\n| beetroot | Boltardy | Moyne Organics |",
+    );
+    assert_eq!(seeds.no_answer, None);
+    let garage = name(
+        "保养车的那家店在哪条路上",
+        "在解放大道。[1]",
+        "马建国",
+        "舅舅。在汉口 解放大道 开了个汽修店。我的车基本都拉去他那保养。",
+    );
+    assert_eq!(garage.no_answer, None);
+    assert!(garage.is_name);
 }
