@@ -79,6 +79,11 @@ pub(super) struct FigureLine {
     /// Whether what is checked is a name, not a figure: read by the model only with
     /// `--check-names`.
     pub(super) is_name: bool,
+    /// What says what the line is about beyond its place, read with it for a name
+    /// ([`names_what_is_asked`]): the opening line of its passage when no list item ("我妈。"
+    /// opening a person's note) and the line before it (shown to the model or not) unless that is
+    /// another item of the same list or table.
+    pub(super) about: String,
 }
 
 /// Why an answer is no answer to the question, whatever the line it stands in says.
@@ -226,17 +231,28 @@ fn best_line(
     let mut best: Option<((bool, bool, usize), FigureLine)> = None;
     for source in sources {
         let label = source.label();
+        // A passage opening with a line of its own says what it is about; one opening with
+        // a list's first item does not.
+        let opening = source
+            .passage
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with('#'))
+            .filter(|line| item_indent(line).is_none())
+            .unwrap_or("");
         let mut heading = "";
         // The line before, within the section: what a `paid:: 99$` line is paid for
         // (`bought:: jacket`). A table's row is read under the table's header, which says
         // what its cells are, not under the row before, another thing of the same kind.
         let mut before = "";
         let mut header = "";
+        let mut before_written = "";
         for line in source.passage.lines() {
             let trimmed = line.trim();
             if let Some(title) = trimmed.strip_prefix('#') {
                 heading = title.trim_start_matches('#').trim();
                 before = "";
+                before_written = "";
                 continue;
             }
             if trimmed.is_empty() {
@@ -246,6 +262,10 @@ fn best_line(
             if row && !before.starts_with('|') {
                 header = trimmed;
             }
+            let lead = match std::mem::replace(&mut before_written, line) {
+                written if items_of_one_list(written, line) => "",
+                written => written.trim(),
+            };
             let above = match std::mem::replace(&mut before, trimmed) {
                 _ if row && header != trimmed => header,
                 _ if !row && says_enough(trimmed) => "",
@@ -273,12 +293,28 @@ fn best_line(
                     claim: String::new(),
                     no_answer: None,
                     is_name: false,
+                    about: format!("{opening}\n{lead}"),
                 };
                 best = Some((rank, line));
             }
         }
     }
     best.map(|(_, line)| line)
+}
+
+/// Whether `before` and `line` are items of one list (markers at the same indent) or rows of
+/// one table: each a thing of its own, neither saying what the other is about.
+fn items_of_one_list(before: &str, line: &str) -> bool {
+    item_indent(before).is_some_and(|indent| item_indent(line) == Some(indent))
+}
+
+/// The indent of `line` when it is an item of a list or a table's row.
+fn item_indent(line: &str) -> Option<&str> {
+    static ITEM: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(\s*)(?:[-*+]|\d+[.)]|\|)\s").expect("valid regex"));
+    ITEM.captures(line)
+        .and_then(|item| item.get(1))
+        .map(|indent| indent.as_str())
 }
 
 /// Words a line must hold of its own to be read without the line before it: a word of two
@@ -313,7 +349,7 @@ const NAME_ASKING_WORDS: &str = "who whom whose where which what name names name
     brand make model variety 谁 叫 什么 名字 牌子 哪家 哪位 哪里 哪儿 在哪 哪个 地方";
 
 /// Whether the line a name stands in (under its note's label and heading, after the line
-/// before it) shares a search term with `question` other than the words asking for a name
+/// before it and its passage's opening line: [`FigureLine::about`]) shares a search term with `question` other than the words asking for a name
 /// ([`NAME_ASKING_WORDS`]), or the question has none. Asked what no note gives, Qwen2.5-1.5B
 /// named what the nearest line held: "whats the audiologists name" got a name from a line
 /// about a girlfriend, "which garlic variety did i put in" the carrots' row, "出版社编辑叫什么
@@ -330,7 +366,7 @@ fn names_what_is_asked(question: &str, line: &FigureLine) -> bool {
         .into_iter()
         .filter(|term| !asking.contains(term))
         .collect();
-    let read = format!("{}\n{}", line.place, line.shown());
+    let read = format!("{}\n{}\n{}", line.place, line.about, line.shown());
     asked.is_empty()
         || tokenizer
             .query_terms(&read)

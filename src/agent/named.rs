@@ -9,6 +9,7 @@ use obsidian_kb::api;
 use obsidian_kb::search::is_cjk;
 
 use super::Agent;
+use super::subject::asking_sentence;
 use crate::engine::ChatModel;
 use crate::tool::ToolHost;
 use crate::vault::VaultClient;
@@ -22,11 +23,13 @@ const NAME_CHARS: std::ops::RangeInclusive<usize> = 2..=4;
 const MOST_LOOKUPS: usize = 60;
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
-    /// The names `question` gives that the vault resolves as a note's title or alias, each
+    /// The names `question` gives in the sentence asking a fact of someone
+    /// ([`asking_sentence`]) that the vault resolves as a note's title or alias, each
     /// with the title of its note, lowercase; none without a vault server or in a question
     /// without these scripts. A lookup that fails finds no name.
     pub(super) fn names_in_vault(&self, question: &str) -> Vec<String> {
-        let runs = name_runs(question);
+        // Those of the sentence asking the fact: of "红烧排骨是跟谁学的？她电话多少", none.
+        let runs = asking_sentence(question).map_or_else(Vec::new, name_runs);
         if runs.is_empty() {
             return Vec::new();
         }
@@ -86,6 +89,9 @@ mod tests {
             ["婷婷", "婷婷生", "婷婷生日", "婷生", "婷生日", "生日"]
         );
         assert!(name_runs("When is Priya's birthday?").is_empty());
+        // Only the sentence asking the fact is read.
+        let asking = asking_sentence("红烧排骨是跟谁学的？她电话多少").unwrap();
+        assert!(!name_runs(asking).contains(&"红烧排骨".to_string()));
         // A run of one character is no name.
         assert!(name_runs("Lena的 生").is_empty());
     }

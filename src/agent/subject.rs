@@ -70,20 +70,12 @@ impl Subject {
     /// names a question in Chinese gives, which has no capitals: [`super::named`]). `None`
     /// otherwise.
     pub(super) fn of(question: &str, sources: &[Source], named: &[String]) -> Option<Subject> {
-        static RATING_OR_ID: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
-                .expect("valid regex")
-        });
-        // Keys are asked of a command, not of someone: its line may name no system.
-        let wanted = Wanted::in_question(question).filter(|w| *w != Wanted::Keys);
+        // Of a question of several sentences, the one asking the fact names whom it is
+        // asked of: "红烧排骨是跟谁学的？她电话多少" asks the number of the one who taught the
+        // recipe, not of the recipe's note.
+        let question = asking_sentence(question)?;
         let asked = RATING_OR_ID.captures(question);
-        // A number the question gives picks out what it asks about, whatever it asks: "Who
-        // wrote the 347-page book I haven't started yet?" got "Conrad C", the author of
-        // another book, where the one of 347 pages names none.
         let numbers = numbers_given(question);
-        if !asks_a_figure(question) && asked.is_none() && wanted.is_none() && numbers.is_empty() {
-            return None;
-        }
         // The fact's own name ("ID" in "the project ID of project_11") names no subject.
         let fact = asked
             .and_then(|c| c.name("fact"))
@@ -241,6 +233,35 @@ fn capitalised_only(sources: &[Source]) -> HashSet<String> {
     }
     capitalised.retain(|word| word.chars().count() >= 3 && !lowercase.contains(word));
     capitalised
+}
+
+/// A rating or the ID, price, cost or number of something asked for: a fact asked of a
+/// subject, as a figure is.
+static RATING_OR_ID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\brat(?:e|ed|ing)\b|\b(?P<fact>price|cost|id|number)\s+(?:of|for)\b")
+        .expect("valid regex")
+});
+
+/// Whether `sentence` asks a fact of someone or something: a figure ([`asks_a_figure`]), a
+/// rating or an ID, a kind of fact by name (keys aside: asked of a command, whose line may
+/// name no system), or anything at all about what a number it gives picks out ("Who wrote
+/// the 347-page book I haven't started yet?" got "Conrad C", the author of another book,
+/// where the one of 347 pages names none).
+fn asks_a_fact(sentence: &str) -> bool {
+    asks_a_figure(sentence)
+        || RATING_OR_ID.is_match(sentence)
+        || Wanted::in_question(sentence).is_some_and(|wanted| wanted != Wanted::Keys)
+        || !numbers_given(sentence).is_empty()
+}
+
+/// The last sentence of `question` that asks a fact ([`asks_a_fact`]), if any: the question
+/// whole when it is one sentence. Sentences end at a question or exclamation mark or a
+/// Chinese full stop ("29.10.24" is no end).
+pub(super) fn asking_sentence(question: &str) -> Option<&str> {
+    question
+        .split_inclusive(['?', '？', '!', '！', '。'])
+        .filter(|sentence| !sentence.trim().is_empty())
+        .rfind(|sentence| asks_a_fact(sentence))
 }
 
 /// The numbers `question` gives as what a thing is, joined to its noun ("347" in "the

@@ -377,3 +377,41 @@ fn a_name_from_a_line_naming_nothing_asked_about_is_no_answer() {
     assert_eq!(garage.no_answer, None);
     assert!(garage.is_name);
 }
+
+#[test]
+fn a_name_is_read_with_what_its_line_is_about() {
+    // The line before, when it leads the line rather than being another item of its list.
+    let sources = [source(
+        1,
+        "2025-03-14",
+        "- 11:00 Budget review — long one\n\nmet:: Anna Berg, Lena Kowalski",
+    )];
+    let found = FigureLine::find_name(
+        "who was in the budget review",
+        "Anna Berg and Lena Kowalski [1].",
+        &sources,
+    )
+    .expect("a name in a line");
+    assert_eq!(found.no_answer, None);
+    let sources = [source(
+        1,
+        "2024-10-19",
+        "- 有个 出版社 编辑 私信 问 要不要 出 书\n- 浩子 约 11月 一起 报 一个 越野 10k",
+    )];
+    let found = FigureLine::find_name(
+        "找我出书的那个出版社编辑叫什么名字？",
+        "出版社编辑的名字是浩子。[1]",
+        &sources,
+    )
+    .expect("a name in a line");
+    assert_eq!(found.no_answer, Some(NoAnswer::NothingAsked));
+    // The opening line of a person's note says who they are.
+    let sources = [source(
+        1,
+        "周慧琴",
+        "我妈。退休前是小学语文老师。\n\n- 高血压，每天早上吃 氨氯地平 5mg",
+    )];
+    let found = FigureLine::find_name("我妈吃的降压药叫什么", "我妈吃的是氨氯地平。[1]", &sources)
+        .expect("a name in a line");
+    assert_eq!(found.no_answer, None);
+}

@@ -213,3 +213,25 @@ fn a_name_the_vault_knows_names_the_subject_of_a_question_in_chinese() {
     assert_eq!(Subject::of("婷婷在哪上学？", &[], &named), None);
     assert_eq!(Subject::of("生日是几号？", &[], &[]), None);
 }
+
+#[test]
+fn the_sentence_asking_the_fact_names_whom_it_is_asked_of() {
+    assert_eq!(
+        asking_sentence("红烧排骨是跟谁学的？她电话多少"),
+        Some("她电话多少")
+    );
+    assert_eq!(
+        asking_sentence("When is Priya's birthday? I forgot."),
+        Some("When is Priya's birthday?")
+    );
+    assert_eq!(
+        asking_sentence("how much did I spend on 29.10.24?"),
+        Some("how much did I spend on 29.10.24?")
+    );
+    assert_eq!(asking_sentence("Who taught me the recipe?"), None);
+    // Nor is the recipe's note (`super::named` looks up that sentence's runs alone).
+    assert_eq!(
+        Subject::of("红烧排骨是跟谁学的？她电话多少", &[], &[]),
+        None
+    );
+}
