@@ -80,9 +80,9 @@ pub(super) struct FigureLine {
     /// `--check-names`.
     pub(super) is_name: bool,
     /// What says what the line is about beyond its place, read with it for a name
-    /// ([`names_what_is_asked`]): the opening line of its passage when no list item ("我妈。"
-    /// opening a person's note) and the line before it (shown to the model or not) unless that is
-    /// another item of the same list or table.
+    /// ([`names_what_is_asked`]): the opening line of its passage when no list item
+    /// ("我妈。" opening a person's note) and the line before it (shown to the model or
+    /// not) unless that is another item of the same list or table.
     pub(super) about: String,
 }
 
@@ -349,8 +349,9 @@ const NAME_ASKING_WORDS: &str = "who whom whose where which what name names name
     brand make model variety 谁 叫 什么 名字 牌子 哪家 哪位 哪里 哪儿 在哪 哪个 地方";
 
 /// Whether the line a name stands in (under its note's label and heading, after the line
-/// before it and its passage's opening line: [`FigureLine::about`]) shares a search term with `question` other than the words asking for a name
-/// ([`NAME_ASKING_WORDS`]), or the question has none. Asked what no note gives, Qwen2.5-1.5B
+/// before it and its passage's opening line: [`FigureLine::about`]) shares a search term
+/// with `question` other than the words asking for a name ([`NAME_ASKING_WORDS`]), or the
+/// question has none. Asked what no note gives, Qwen2.5-1.5B
 /// named what the nearest line held: "whats the audiologists name" got a name from a line
 /// about a girlfriend, "which garlic variety did i put in" the carrots' row, "出版社编辑叫什么
 /// 名字" a running friend; a right name stands where the thing asked about is named ("who's
