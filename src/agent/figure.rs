@@ -95,6 +95,9 @@ pub(super) enum NoAnswer {
     /// The name given stands in a line that names nothing the question asks about
     /// ([`names_what_is_asked`]).
     NothingAsked,
+    /// The figure or name given stands in an item of a list or table, and another item of it
+    /// names more of what the question asks about ([`another_item_names_more`]).
+    OtherItem,
 }
 
 impl FigureLine {
@@ -150,8 +153,15 @@ impl FigureLine {
             (Per::in_text(question), Per::in_text(&claim)),
             (Some(asked), Some(given)) if asked != given
         );
+        let no_answer = if other_period {
+            Some(NoAnswer::OtherPeriod)
+        } else if another_item_names_more(question, &found.line, sources) {
+            Some(NoAnswer::OtherItem)
+        } else {
+            None
+        };
         Some(FigureLine {
-            no_answer: other_period.then_some(NoAnswer::OtherPeriod),
+            no_answer,
             ..found.with(whole_figure(&answer, &figure), claim)
         })
     }
@@ -189,9 +199,15 @@ impl FigureLine {
         let at = answer.to_lowercase().find(&name)?;
         let written = answer.get(at..at + name.len()).unwrap_or(&name).to_string();
         let claim = sentence_with(&answer, &written);
-        let nothing_asked = !names_what_is_asked(question, &found);
+        let no_answer = if !names_what_is_asked(question, &found) {
+            Some(NoAnswer::NothingAsked)
+        } else if another_item_names_more(question, &found.line, sources) {
+            Some(NoAnswer::OtherItem)
+        } else {
+            None
+        };
         Some(FigureLine {
-            no_answer: nothing_asked.then_some(NoAnswer::NothingAsked),
+            no_answer,
             is_name: true,
             ..found.with(written, claim)
         })
@@ -358,21 +374,95 @@ const NAME_ASKING_WORDS: &str = "who whom whose where which what name names name
 /// the van insured with": the note `Van`, "- **Insurance**: Atlantic Direct").
 fn names_what_is_asked(question: &str, line: &FigureLine) -> bool {
     let mut tokenizer = Tokenizer::default();
-    let asking: BTreeSet<String> = tokenizer
-        .query_terms(NAME_ASKING_WORDS)
-        .into_iter()
-        .collect();
-    let asked: BTreeSet<String> = tokenizer
-        .query_terms(question)
-        .into_iter()
-        .filter(|term| !asking.contains(term))
-        .collect();
+    let asked = terms_asked_about(&mut tokenizer, question);
     let read = format!("{}\n{}\n{}", line.place, line.about, line.shown());
     asked.is_empty()
         || tokenizer
             .query_terms(&read)
             .iter()
             .any(|term| asked.contains(term))
+}
+
+/// The search terms of `question` less the words asking for a name ([`NAME_ASKING_WORDS`]):
+/// what it asks about.
+fn terms_asked_about(tokenizer: &mut Tokenizer, question: &str) -> BTreeSet<String> {
+    let asking: BTreeSet<String> = tokenizer
+        .query_terms(NAME_ASKING_WORDS)
+        .into_iter()
+        .collect();
+    tokenizer
+        .query_terms(question)
+        .into_iter()
+        .filter(|term| !asking.contains(term))
+        .collect()
+}
+
+/// Whether `line` is an item of a list or a row of a table in `sources`, and another item of
+/// it names more of what `question` asks about ([`terms_asked_about`]) in words of its own:
+/// all the terms `line` names and one more. Items of one list are things of a kind under
+/// the same heading, so the one naming what is asked is where its answer stands; a figure
+/// or name from a sibling belongs to something else. Asked what the notes cannot answer,
+/// Qwen2.5-1.5B took the first row or item: "what brand is the electric blanket I got mam"
+/// got the walking boots' brand from Rory's row (Mam's row names the blanket, no brand),
+/// "flight number for the way home from santiago" the flight out's (the item after it,
+/// "BACK: Santiago → Dublin", has none), "厨房水槽是什么牌子" the cabinets' (the sink's row
+/// gives a price only).
+fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bool {
+    let mut tokenizer = Tokenizer::default();
+    let asked = terms_asked_about(&mut tokenizer, question);
+    let mut named = |text: &str| -> BTreeSet<String> {
+        tokenizer
+            .query_terms(text)
+            .into_iter()
+            .filter(|term| asked.contains(term))
+            .collect()
+    };
+    for source in sources {
+        for items in item_runs(&source.passage) {
+            if !items.iter().any(|item| item.trim() == line) {
+                continue;
+            }
+            let own = named(line);
+            let names_more = items.iter().any(|item| {
+                let other = named(item);
+                other.len() > own.len() && other.is_superset(&own)
+            });
+            if names_more {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The lists and tables of `passage`, each as its items or rows (a table without its header
+/// and rule): runs of lines at one indent that [`item_indent`] reads as items. A deeper item
+/// belongs to the one above it and is left out.
+fn item_runs(passage: &str) -> Vec<Vec<&str>> {
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    let mut open: Option<&str> = None;
+    for line in passage.lines() {
+        match (item_indent(line), open) {
+            (Some(indent), Some(outer)) if indent.len() > outer.len() => {}
+            (Some(indent), Some(outer)) if indent == outer => {
+                if let Some(run) = runs.last_mut() {
+                    run.push(line);
+                }
+            }
+            (Some(indent), _) => {
+                runs.push(vec![line]);
+                open = Some(indent);
+            }
+            (None, _) => open = None,
+        }
+    }
+    for run in &mut runs {
+        let is_rule = |row: &str| row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+        if run.len() > 1 && is_rule(run[1].trim()) {
+            run.drain(..2);
+        }
+    }
+    runs
 }
 
 /// The runs of Chinese, Japanese or Korean script in `answer`, two characters or more, that

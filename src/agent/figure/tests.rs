@@ -415,3 +415,54 @@ fn a_name_is_read_with_what_its_line_is_about() {
         .expect("a name in a line");
     assert_eq!(found.no_answer, None);
 }
+
+#[test]
+fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_answer() {
+    let other_item = Some(NoAnswer::OtherItem);
+    // Mam's row names the blanket and gives no brand: the brand is the boots'.
+    let presents = [source(
+        1,
+        "Christmas presents 2023",
+        "| Who | What | Cost | Got? |\n|---|---|---|---|\n| Rory | Meindl walking boots | €189 | ✔ |\n| [[Bríd Kinsella\\|Mam]] | electric blanket, double | €69 | ✔ |",
+    )];
+    let blanket = FigureLine::find_name(
+        "what brand is the electric blanket I got mam",
+        "The electric blanket I got Mam is from Meindl. [1]",
+        &presents,
+    )
+    .expect("a name in a line");
+    assert_eq!(blanket.no_answer, other_item);
+    // Asked of the row that gives it, it stands.
+    let boots = FigureLine::find_name(
+        "what brand were rory's walking boots",
+        "Rory's walking boots were Meindl. [1]",
+        &presents,
+    )
+    .expect("a name in a line");
+    assert_eq!(boots.no_answer, None);
+    // The item after the flight out is the flight home, and gives no number.
+    let flights = [source(
+        1,
+        "Camino Portugués 2023",
+        "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: Santiago → Dublin, Wed 20 Sept — Orla booked it",
+    )];
+    let home = FigureLine::find(
+        "flight number for the way home from santiago",
+        "The flight home from Santiago is FR 7262. [1]",
+        &flights,
+    )
+    .expect("a figure in a line");
+    assert_eq!(home.no_answer, other_item);
+    let out = FigureLine::find(
+        "flight number for the flight out to porto",
+        "FR 7262 [1]",
+        &flights,
+    )
+    .expect("a figure in a line");
+    assert_eq!(out.no_answer, None);
+    // A line of its own, no list: nothing to compare.
+    let alone = [source(1, "Budget", "The sink cost ¥860 in the end.")];
+    let sink = FigureLine::find("how much was the kitchen sink", "¥860 [1]", &alone)
+        .expect("a figure in a line");
+    assert_eq!(sink.no_answer, None);
+}
