@@ -320,7 +320,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 
         // What the turn searches for: the question, or a follow-up with the one it leans on,
         // within the day or period it names.
-        let searched = retrieve::searched_for(question, conversation);
+        let searched = self.searched_for(question, conversation);
         let restated = match searched.leans && self.options.restate {
             true => self.restate(conversation, &mut gathered.steps)?,
             false => None,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use chrono::{Datelike, NaiveDate};
 use obsidian_kb::api;
 use obsidian_kb::dates::{self, Period};
-use obsidian_kb::search::Tokenizer;
+use obsidian_kb::search::{Tokenizer, is_cjk};
 
 use super::calls::render_results;
 use super::decide::call_signature;
@@ -72,13 +72,22 @@ fn leans_on_earlier(question: &str) -> bool {
             lower.starts_with(opening)
         }
     });
-    let points_back = words
-        .iter()
-        .any(|w| POINTING_WORDS.split_whitespace().any(|p| p == *w));
     let points_back_cjk = POINTING_WORDS_CJK
         .split_whitespace()
         .any(|p| question.contains(p));
-    own <= LEANING_TERMS || carries_on || points_back_cjk || (points_back && own <= POINTING_TERMS)
+    own <= LEANING_TERMS
+        || carries_on
+        || points_back_cjk
+        || (points_back(question) && own <= POINTING_TERMS)
+}
+
+/// Whether `question` points back at what was said before with a pronoun or a demonstrative
+/// ([`POINTING_WORDS`], [`POINTING_WORDS_CJK`]).
+fn points_back(question: &str) -> bool {
+    words(&question.to_lowercase()).any(|w| POINTING_WORDS.split_whitespace().any(|p| p == w))
+        || POINTING_WORDS_CJK
+            .split_whitespace()
+            .any(|p| question.contains(p))
 }
 
 /// What a turn searches for ([`searched_for`]).
@@ -94,7 +103,13 @@ pub(super) struct Searched {
 /// conversation ([`leans_on_earlier`]) with what the question before it was searched for
 /// (itself with the one before, where that leaned too), so that "And on Plus?" is searched as
 /// the plan it asks about and "When's his birthday?" as the person two questions back.
-pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched {
+/// `titles` gives the runs of a text that are notes' titles or aliases: a follow-up naming
+/// another note than what it leans on is searched without that one's name ([`moved_to`]).
+pub(super) fn searched_for(
+    question: &str,
+    conversation: &[Message],
+    titles: &mut dyn FnMut(&str) -> Vec<String>,
+) -> Searched {
     let mut questions: Vec<&str> = conversation
         .iter()
         .filter(|m| m.role == Role::User)
@@ -105,16 +120,18 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
     let mut searched: Option<String> = None;
     for asked in questions {
         searched = Some(match searched {
-            Some(earlier) if leans_on_earlier(asked) => leaning(&earlier, asked),
+            Some(earlier) if leans_on_earlier(asked) => {
+                leaning(&moved_to(&earlier, asked, titles), asked)
+            }
             _ => asked.to_string(),
         });
     }
     match searched {
         Some(earlier) if leans_on_earlier(question) => {
-            let mut query = leaning(&earlier, question);
+            let mut query = leaning(&moved_to(&earlier, question, titles), question);
             // "What's her phone number?" after "Sophie was out shopping …": the person is
             // named in the answer before, not in any question.
-            if points_at_a_person(question) {
+            if points_at_a_person(question, questions_before(conversation)) {
                 for name in names_answered(conversation)
                     .into_iter()
                     .take(ANSWERED_NAMES)
@@ -132,14 +149,86 @@ pub(super) fn searched_for(question: &str, conversation: &[Message]) -> Searched
     }
 }
 
+/// What `earlier` (searched for before `question`, which leans on it) says that `question`
+/// still means: when `question` names a note by its title or alias (`titles`) that `earlier`
+/// does not, and points back at nothing ("What voltage does it need?" asks about what came
+/// before, whatever note is called "Voltage"), `earlier` less the titles it names. "And for the quick switcher?" after "What's
+/// the keyboard shortcut for the command palette on Windows?", or "And Terraria?" after
+/// "How much did Stardew Valley cost?", found the earlier question's note first
+/// (Qwen2.5-1.5B then answered about it) and the one asked about fifth or second. "And on
+/// Plus?" names no note: everything before stands.
+fn moved_to(earlier: &str, question: &str, titles: &mut dyn FnMut(&str) -> Vec<String>) -> String {
+    if points_back(question) {
+        return earlier.to_string();
+    }
+    let lower = earlier.to_lowercase();
+    let named: Vec<String> = titles(question)
+        .iter()
+        .map(|run| run.to_lowercase())
+        .collect();
+    if named.iter().all(|run| lower.contains(run.as_str())) {
+        return earlier.to_string();
+    }
+    let mut kept = earlier.to_string();
+    for run in titles(earlier) {
+        let run = run.to_lowercase();
+        if !named.contains(&run) {
+            kept = without_words(&kept, &run);
+        }
+    }
+    kept
+}
+
+/// `text` less each place it holds the words of `run` (lowercase), in any case, as whole
+/// words.
+fn without_words(text: &str, run: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut kept = String::new();
+    let mut from = 0;
+    for (at, _) in lower.match_indices(run) {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + run.len()..].chars().next();
+        let whole = [before, after]
+            .iter()
+            .all(|c| c.is_none_or(|c| !c.is_alphanumeric() || is_cjk(c)));
+        if at < from || !whole {
+            continue;
+        }
+        kept.push_str(&text[from..at]);
+        from = at + run.len();
+    }
+    kept.push_str(&text[from..]);
+    kept
+}
+
 /// Pronouns that point back at a person, not a thing.
 const PERSON_PRONOUNS: &str = "he he's him his she she's her hers";
+/// Pronouns that point back at a person after a question asking who, and at things
+/// otherwise ("Do they update by themselves?" after a question about themes).
+const THEY: &str = "they they're them their theirs";
 /// Most names of the answer before that a follow-up pointing at a person is searched with.
 const ANSWERED_NAMES: usize = 3;
 
-/// Whether `question` points back at a person ("When's his birthday?").
-fn points_at_a_person(question: &str) -> bool {
-    words(&question.to_lowercase()).any(|word| PERSON_PRONOUNS.split(' ').any(|p| p == word))
+/// Whether `question` points back at a person: "When's his birthday?", or "When's their
+/// birthday?" after `before` (the question before it) asked who.
+fn points_at_a_person(question: &str, before: Option<&str>) -> bool {
+    let asked_who = before.is_some_and(|before| {
+        words(&before.to_lowercase()).any(|word| matches!(word, "who" | "whom" | "whose"))
+    });
+    words(&question.to_lowercase()).any(|word| {
+        PERSON_PRONOUNS.split(' ').any(|p| p == word)
+            || (asked_who && THEY.split(' ').any(|p| p == word))
+    })
+}
+
+/// The question asked before the conversation's last one, if any.
+fn questions_before(conversation: &[Message]) -> Option<&str> {
+    conversation
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::User)
+        .nth(1)
+        .map(|m| m.content.as_str())
 }
 
 /// The names the last answer of the conversation gave, in its own words (its first
@@ -398,129 +487,4 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_question_that_leans_on_the_one_before_is_searched_with_it() {
-        let mut conversation = vec![
-            Message::system("Answer from the notes."),
-            Message::user("What's the largest file I can sync on Sync Standard?"),
-            Message::assistant("5 MB [1]."),
-            Message::user("And on Plus?"),
-        ];
-        assert_eq!(
-            searched_for("And on Plus?", &conversation).query,
-            "What's the largest file I can sync on Sync Standard? And on Plus?"
-        );
-        // Words enough of its own: it may change the subject.
-        let own = "How do I publish my notes as a website?";
-        conversation.push(Message::user(own));
-        assert_eq!(searched_for(own, &conversation).query, own);
-        // The first question of a conversation has nothing to lean on.
-        assert_eq!(searched_for("Why?", &conversation[..2]).query, "Why?");
-        // A long earlier question is cut.
-        let long = "word ".repeat(1000);
-        let conversation = [Message::user(&long), Message::user("Why?")];
-        assert!(searched_for("Why?", &conversation).query.len() < 400);
-    }
-
-    #[test]
-    fn a_question_leans_when_it_carries_on_or_points_back_with_few_words_of_its_own() {
-        for leaning in [
-            "And the top one?",
-            "What if I go for Plus?",
-            "What about on my iPad?",
-            "How do I undo that later?",
-            "What kind of file does it save?",
-            "When's his birthday?",
-            "What's her phone number?",
-            "How many pages of it have I read?",
-            "还有 iPad 呢？",
-            "它支持哪些文件格式？",
-        ] {
-            assert!(leans_on_earlier(leaning), "{leaning}");
-        }
-        for alone in [
-            "How do I publish my notes as a website?",
-            "Is it possible to sync my vault with Dropbox on Android?",
-            "Where does Obsidian keep the settings of a vault?",
-            "Andrew's phone number?",
-            "如何安装社区插件？",
-        ] {
-            assert!(!leans_on_earlier(alone), "{alone}");
-        }
-    }
-
-    #[test]
-    fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave() {
-        let first = "Who was out shopping at the start of February 2022?";
-        let mut conversation = vec![
-            Message::user(first),
-            Message::assistant("[search_notes(query=\"shopping\")]"),
-            Message::assistant(
-                "Based on the notes, Sophie was out shopping on 1 February. [1]\n\n\
-                 The most relevant passages:\n[1] Daily Note › Errands",
-            ),
-            Message::user("What's her phone number?"),
-        ];
-        let searched = searched_for("What's her phone number?", &conversation);
-        assert_eq!(
-            searched.query,
-            format!("{first} What's her phone number? Sophie")
-        );
-        assert!(searched.leans);
-        // A thing pointed back at is searched without the answer's names.
-        conversation.push(Message::assistant("Sophie's number is 0612 [1]."));
-        conversation.push(Message::user("How much does it cost?"));
-        let searched = searched_for("How much does it cost?", &conversation);
-        assert!(!searched.query.contains("Sophie"), "{}", searched.query);
-    }
-
-    #[test]
-    fn a_question_leaning_on_a_leaning_one_is_searched_with_both() {
-        let conversation = [
-            Message::user("Who did I meet at the station in August 2022?"),
-            Message::assistant("Elias [1]."),
-            Message::user("What else did I do that day?"),
-            Message::assistant("Sports [1]."),
-            Message::user("When's his birthday?"),
-        ];
-        let searched = searched_for("When's his birthday?", &conversation);
-        assert_eq!(
-            searched.query,
-            "Who did I meet at the station in August 2022? What else did I do that day? \
-             When's his birthday?"
-        );
-        assert!(searched.leans);
-        // A question of its own between them ends the chain.
-        let conversation = [
-            Message::user("Who did I meet at the station in August 2022?"),
-            Message::user("How much did the new bike cost in the spring?"),
-            Message::user("And the helmet?"),
-        ];
-        assert_eq!(
-            searched_for("And the helmet?", &conversation).query,
-            "How much did the new bike cost in the spring? And the helmet?"
-        );
-    }
-
-    #[test]
-    fn a_passage_names_a_day_in_any_year_written_or_as_a_holiday() {
-        let today = NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
-        let christmas = Period::day(NaiveDate::from_ymd_opt(2025, 12, 25).unwrap());
-        assert!(names_day("- 12月25日 在妈家吃饭", christmas, today));
-        assert!(names_day("Christmas Day at Orla's, 2019", christmas, today));
-        assert!(names_day("## 2023-12-25\nturkey", christmas, today));
-        assert!(!names_day("- 12月21日 冬至 吃了汤圆", christmas, today));
-        assert!(!names_day("Christmas presents: gloves", christmas, today));
-        // A month or a year is no day of it.
-        let eve = Period::day(NaiveDate::from_ymd_opt(2025, 12, 31).unwrap());
-        assert!(!names_day("Orla in Ennis this year", eve, today));
-        assert!(!names_day("back in December", eve, today));
-        assert!(names_day("New Year's Eve at Ger's", eve, today));
-        let march = Period::month(2022, 3).unwrap();
-        assert!(names_day("paid on 3 March", march, today));
-        assert!(!names_day("paid on 3 April", march, today));
-    }
-}
+mod tests;

@@ -1397,6 +1397,61 @@ fn a_follow_up_naming_the_next_day_is_searched_within_it() {
     }
 }
 
+/// A follow-up naming another note by its title than the question it leans on is searched
+/// without the earlier note's name, so the note it names comes first; one naming no note
+/// ("And on Plus?") is searched with the whole question before it.
+#[test]
+fn a_follow_up_naming_another_note_is_searched_for_it() {
+    let (_dir, vault) = temp_vault(&[
+        (
+            "Games/Stardew Valley.md",
+            "---\nprice: 14.99\n---\nA farming game, bought on sale.\n",
+        ),
+        (
+            "Games/Terraria.md",
+            "---\nprice: 9.99\n---\nA sandbox game.\n",
+        ),
+    ]);
+    let rig = rig(&vault);
+    let mut conversation = Vec::new();
+    let searched = |turn: &Turn| {
+        let search = turn.steps.iter().find(|s| s.kind == "retrieve").unwrap();
+        let call = &search.calls[0];
+        (call.arguments["query"].clone(), call.notes[0].clone())
+    };
+    let mut model = ScriptedModel::new(["It cost 14.99 [1]."; 5], 8192);
+    let first = "How much did Stardew Valley cost?";
+    rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        first,
+    );
+    let mut model = ScriptedModel::new(["Terraria cost 9.99 [1]."; 5], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "And Terraria?",
+    );
+    let terraria = "note://Games/Terraria".to_string();
+    assert_eq!(
+        searched(&turn),
+        ("How much did  cost? And Terraria?".into(), terraria.clone())
+    );
+    let mut model = ScriptedModel::new(["It cost 9.99 [1]."; 5], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "And on sale?",
+    );
+    assert_eq!(
+        searched(&turn).0,
+        "How much did  cost? And Terraria? And on sale?"
+    );
+}
+
 /// An answer naming some items of a list in the source it cites is followed by the items it
 /// left out, as the note writes them, and the conversation keeps them; an answer naming all
 /// of them, or one, stands as written.

@@ -1,0 +1,214 @@
+use super::*;
+
+/// No note has a title.
+fn no_titles(_: &str) -> Vec<String> {
+    Vec::new()
+}
+
+#[test]
+fn a_question_that_leans_on_the_one_before_is_searched_with_it() {
+    let mut conversation = vec![
+        Message::system("Answer from the notes."),
+        Message::user("What's the largest file I can sync on Sync Standard?"),
+        Message::assistant("5 MB [1]."),
+        Message::user("And on Plus?"),
+    ];
+    assert_eq!(
+        searched_for("And on Plus?", &conversation, &mut no_titles).query,
+        "What's the largest file I can sync on Sync Standard? And on Plus?"
+    );
+    // Words enough of its own: it may change the subject.
+    let own = "How do I publish my notes as a website?";
+    conversation.push(Message::user(own));
+    assert_eq!(searched_for(own, &conversation, &mut no_titles).query, own);
+    // The first question of a conversation has nothing to lean on.
+    assert_eq!(
+        searched_for("Why?", &conversation[..2], &mut no_titles).query,
+        "Why?"
+    );
+    // A long earlier question is cut.
+    let long = "word ".repeat(1000);
+    let conversation = [Message::user(&long), Message::user("Why?")];
+    assert!(
+        searched_for("Why?", &conversation, &mut no_titles)
+            .query
+            .len()
+            < 400
+    );
+}
+
+#[test]
+fn a_question_leans_when_it_carries_on_or_points_back_with_few_words_of_its_own() {
+    for leaning in [
+        "And the top one?",
+        "What if I go for Plus?",
+        "What about on my iPad?",
+        "How do I undo that later?",
+        "What kind of file does it save?",
+        "When's his birthday?",
+        "What's her phone number?",
+        "How many pages of it have I read?",
+        "还有 iPad 呢？",
+        "它支持哪些文件格式？",
+    ] {
+        assert!(leans_on_earlier(leaning), "{leaning}");
+    }
+    for alone in [
+        "How do I publish my notes as a website?",
+        "Is it possible to sync my vault with Dropbox on Android?",
+        "Where does Obsidian keep the settings of a vault?",
+        "Andrew's phone number?",
+        "如何安装社区插件？",
+    ] {
+        assert!(!leans_on_earlier(alone), "{alone}");
+    }
+}
+
+#[test]
+fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave() {
+    let first = "Who was out shopping at the start of February 2022?";
+    let mut conversation = vec![
+        Message::user(first),
+        Message::assistant("[search_notes(query=\"shopping\")]"),
+        Message::assistant(
+            "Based on the notes, Sophie was out shopping on 1 February. [1]\n\n\
+             The most relevant passages:\n[1] Daily Note › Errands",
+        ),
+        Message::user("What's her phone number?"),
+    ];
+    let searched = searched_for("What's her phone number?", &conversation, &mut no_titles);
+    assert_eq!(
+        searched.query,
+        format!("{first} What's her phone number? Sophie")
+    );
+    assert!(searched.leans);
+    // "their" after a question asking who points at the one the answer named.
+    let who = "Who surprised me at the gym in January 2022?";
+    let gym = [
+        Message::user(who),
+        Message::assistant("I met AB1908 at the gym! [1]"),
+        Message::user("When's their birthday?"),
+    ];
+    let searched = searched_for("When's their birthday?", &gym, &mut no_titles);
+    assert_eq!(
+        searched.query,
+        format!("{who} When's their birthday? AB1908")
+    );
+    let themes = [
+        Message::user("How do I install a community theme?"),
+        Message::assistant("Open Settings, select Appearance → Themes [1]."),
+        Message::user("Do they update by themselves?"),
+    ];
+    let searched = searched_for("Do they update by themselves?", &themes, &mut no_titles);
+    assert!(!searched.query.contains("Settings"), "{}", searched.query);
+    // A thing pointed back at is searched without the answer's names.
+    conversation.push(Message::assistant("Sophie's number is 0612 [1]."));
+    conversation.push(Message::user("How much does it cost?"));
+    let searched = searched_for("How much does it cost?", &conversation, &mut no_titles);
+    assert!(!searched.query.contains("Sophie"), "{}", searched.query);
+}
+
+#[test]
+fn a_question_leaning_on_a_leaning_one_is_searched_with_both() {
+    let conversation = [
+        Message::user("Who did I meet at the station in August 2022?"),
+        Message::assistant("Elias [1]."),
+        Message::user("What else did I do that day?"),
+        Message::assistant("Sports [1]."),
+        Message::user("When's his birthday?"),
+    ];
+    let searched = searched_for("When's his birthday?", &conversation, &mut no_titles);
+    assert_eq!(
+        searched.query,
+        "Who did I meet at the station in August 2022? What else did I do that day? \
+         When's his birthday?"
+    );
+    assert!(searched.leans);
+    // A question of its own between them ends the chain.
+    let conversation = [
+        Message::user("Who did I meet at the station in August 2022?"),
+        Message::user("How much did the new bike cost in the spring?"),
+        Message::user("And the helmet?"),
+    ];
+    assert_eq!(
+        searched_for("And the helmet?", &conversation, &mut no_titles).query,
+        "How much did the new bike cost in the spring? And the helmet?"
+    );
+}
+
+#[test]
+fn a_passage_names_a_day_in_any_year_written_or_as_a_holiday() {
+    let today = NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
+    let christmas = Period::day(NaiveDate::from_ymd_opt(2025, 12, 25).unwrap());
+    assert!(names_day("- 12月25日 在妈家吃饭", christmas, today));
+    assert!(names_day("Christmas Day at Orla's, 2019", christmas, today));
+    assert!(names_day("## 2023-12-25\nturkey", christmas, today));
+    assert!(!names_day("- 12月21日 冬至 吃了汤圆", christmas, today));
+    assert!(!names_day("Christmas presents: gloves", christmas, today));
+    // A month or a year is no day of it.
+    let eve = Period::day(NaiveDate::from_ymd_opt(2025, 12, 31).unwrap());
+    assert!(!names_day("Orla in Ennis this year", eve, today));
+    assert!(!names_day("back in December", eve, today));
+    assert!(names_day("New Year's Eve at Ger's", eve, today));
+    let march = Period::month(2022, 3).unwrap();
+    assert!(names_day("paid on 3 March", march, today));
+    assert!(!names_day("paid on 3 April", march, today));
+}
+
+#[test]
+fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
+    let mut titles = |text: &str| -> Vec<String> {
+        [
+            "Stardew Valley",
+            "Terraria",
+            "command palette",
+            "quick switcher",
+        ]
+        .iter()
+        .filter(|title| text.to_lowercase().contains(&title.to_lowercase()))
+        .map(|title| title.to_string())
+        .collect()
+    };
+    let first = "How much did Stardew Valley cost?";
+    let mut conversation = vec![Message::user(first), Message::assistant("14.99 [1].")];
+    conversation.push(Message::user("And Terraria?"));
+    let searched = searched_for("And Terraria?", &conversation, &mut titles);
+    assert_eq!(searched.query, "How much did  cost? And Terraria?");
+    // A chain keeps the move: "And on sale?" is about Terraria.
+    conversation.push(Message::assistant("9.99 [1]."));
+    conversation.push(Message::user("And on sale?"));
+    let searched = searched_for("And on sale?", &conversation, &mut titles);
+    assert_eq!(
+        searched.query,
+        "How much did  cost? And Terraria? And on sale?"
+    );
+    // Named in any case, as whole words only.
+    assert_eq!(
+        moved_to(
+            "What's the shortcut for the Command Palette? Command palettes?",
+            "And for the quick switcher?",
+            &mut titles
+        ),
+        "What's the shortcut for the ? Command palettes?"
+    );
+    // A follow-up naming no note, the same one, or pointing back at the one before, leans
+    // on all of it.
+    assert_eq!(
+        moved_to(
+            shortcut_of_palette(),
+            "Does it beat the quick switcher?",
+            &mut titles
+        ),
+        shortcut_of_palette()
+    );
+    let shortcut = shortcut_of_palette();
+    assert_eq!(moved_to(shortcut, "And on Mac?", &mut titles), shortcut);
+    assert_eq!(
+        moved_to(shortcut, "And the command palette on Mac?", &mut titles),
+        shortcut
+    );
+}
+
+fn shortcut_of_palette() -> &'static str {
+    "What's the shortcut for the command palette?"
+}
