@@ -397,17 +397,22 @@ fn terms_asked_about(tokenizer: &mut Tokenizer, question: &str) -> BTreeSet<Stri
         .collect()
 }
 
-/// Whether `line` is an item of a list or a row of a table in `sources`, and another item of
-/// it names more of what `question` asks about ([`terms_asked_about`]) in words of its own:
-/// all the terms `line` names and one more. Items of one list are things of a kind under
-/// the same heading, so the one naming what is asked is where its answer stands; a figure
-/// or name from a sibling belongs to something else. Asked what the notes cannot answer,
-/// Qwen2.5-1.5B took the first row or item: "what brand is the electric blanket I got mam"
-/// got the walking boots' brand from Rory's row (Mam's row names the blanket, no brand),
-/// "flight number for the way home from santiago" the flight out's (the item after it,
-/// "BACK: Santiago → Dublin", has none), "厨房水槽是什么牌子" the cabinets' (the sink's row
-/// gives a price only).
+/// Whether `line` is one of a run of parallel records in `sources` (rows of a table, or list
+/// items each opening with a label: [`is_record`]), and another of them names more of what
+/// `question` asks about ([`terms_asked_about`]) in words of its own: all the terms `line`
+/// names and one more. Parallel records are things of a kind, so the one naming what is
+/// asked is where its answer stands; a figure or name from another belongs to something
+/// else. Asked what the notes cannot answer, Qwen2.5-1.5B took the first: "what brand is the
+/// electric blanket I got mam" got the walking boots' brand from Rory's row (Mam's row names
+/// the blanket, no brand), "flight number for the way home from santiago" the flight out's
+/// ("- OUT: …"; "- BACK: Santiago → Dublin …" has none), "从大理回武汉坐的哪趟航班" the
+/// outbound MU5811 ("- 去：…"; "- 回：…" names no flight). Unlabelled items are notes on
+/// one subject, where the line giving a figure often names nothing ("- total treatment
+/// €4,200" under "- braces fitted, …" answers "how much are oisín's braces costing").
 fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bool {
+    if !is_record(line) {
+        return false;
+    }
     let mut tokenizer = Tokenizer::default();
     let asked = terms_asked_about(&mut tokenizer, question);
     let mut named = |text: &str| -> BTreeSet<String> {
@@ -425,7 +430,7 @@ fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bo
             let own = named(line);
             let names_more = items.iter().any(|item| {
                 let other = named(item);
-                other.len() > own.len() && other.is_superset(&own)
+                is_record(item) && other.len() > own.len() && other.is_superset(&own)
             });
             if names_more {
                 return true;
@@ -433,6 +438,18 @@ fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bo
         }
     }
     false
+}
+
+/// Whether `item` is a record of a kind: a table's row, or a list item opening with a label
+/// of up to three words and a colon (`- OUT: …`, `- 去：…`, `- price:: 9.99`, `- 09:00 …`).
+fn is_record(item: &str) -> bool {
+    static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[.\]\s+)?\**[^\s:：*]+(?:\s[^\s:：*]+){0,2}\**\s*[:：]",
+        )
+        .expect("valid regex")
+    });
+    item.trim_start().starts_with('|') || LABELLED.is_match(item)
 }
 
 /// The lists and tables of `passage`, each as its items or rows (a table without its header

@@ -460,6 +460,41 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     )
     .expect("a figure in a line");
     assert_eq!(out.no_answer, None);
+    // Unlabelled items are notes on one subject: the total is the braces'.
+    let braces = [source(
+        1,
+        "2023-08-15 Oisín orthodontist",
+        "- braces fitted, upper + lower, metal\n- total treatment €4,200, approx 18–24 months",
+    )];
+    let total = FigureLine::find(
+        "how much are oisín's braces costing altogether",
+        "€4,200 [1]",
+        &braces,
+    )
+    .expect("a figure in a line");
+    assert_eq!(total.no_answer, None);
+    // So is a labelled item beside an unlabelled line.
+    let gemma = [source(
+        1,
+        "Gemma Ward",
+        "- fee this year €650 (was €600)\n- meeting: [[2023-05-10 Gemma tax return]]",
+    )];
+    let fee = FigureLine::find(
+        "What does Gemma charge me for doing the tax return?",
+        "Gemma charges €650 [1].",
+        &gemma,
+    )
+    .expect("a figure in a line");
+    assert_eq!(fee.no_answer, None);
+    // Labelled items in Chinese are records too.
+    let dali = [source(
+        1,
+        "大理旅行",
+        "## 交通\n- 去：8月5日 武汉天河 → 大理，东航 MU5811，07:55起飞\n- 回：8月11日 大理 → 武汉，中午的航班",
+    )];
+    let back = FigureLine::find_name("从大理回武汉坐的哪趟航班？", "坐的是MU5811。[1]", &dali)
+        .expect("a name in a line");
+    assert_eq!(back.no_answer, other_item);
     // A line of its own, no list: nothing to compare.
     let alone = [source(1, "Budget", "The sink cost ¥860 in the end.")];
     let sink = FigureLine::find("how much was the kitchen sink", "¥860 [1]", &alone)
