@@ -397,18 +397,22 @@ fn terms_asked_about(tokenizer: &mut Tokenizer, question: &str) -> BTreeSet<Stri
         .collect()
 }
 
+/// Search terms of a question another record must name beyond those the line does
+/// ([`another_item_names_more`]): one is often a word a name holds by chance ("Hallam
+/// Bathrooms" beside the plumber's row, for "How much did the plumber quote me for doing the
+/// bathroom?").
+const MORE_NAMED: usize = 2;
+
 /// Whether `line` is one of a run of parallel records in `sources` (rows of a table, or list
 /// items each opening with a label: [`is_record`]), and another of them names more of what
 /// `question` asks about ([`terms_asked_about`]) in words of its own: all the terms `line`
-/// names and one more. Parallel records are things of a kind, so the one naming what is
-/// asked is where its answer stands; a figure or name from another belongs to something
-/// else. Asked what the notes cannot answer, Qwen2.5-1.5B took the first: "what brand is the
-/// electric blanket I got mam" got the walking boots' brand from Rory's row (Mam's row names
-/// the blanket, no brand), "flight number for the way home from santiago" the flight out's
-/// ("- OUT: …"; "- BACK: Santiago → Dublin …" has none), "从大理回武汉坐的哪趟航班" the
-/// outbound MU5811 ("- 去：…"; "- 回：…" names no flight). Unlabelled items are notes on
-/// one subject, where the line giving a figure often names nothing ("- total treatment
-/// €4,200" under "- braces fitted, …" answers "how much are oisín's braces costing").
+/// names and [`MORE_NAMED`] more. Parallel records are things of a kind, so the one naming
+/// what is asked is where its answer stands; a figure or name from another belongs to
+/// something else. Asked what the notes cannot answer, Qwen2.5-1.5B took the first: "what
+/// brand is the electric blanket I got mam" got the walking boots' brand from Rory's row
+/// (Mam's row names the blanket, and no brand). Unlabelled items are notes on one subject,
+/// where the line giving a figure often names nothing ("- total treatment €4,200" under "-
+/// braces fitted, …" answers "how much are oisín's braces costing").
 fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bool {
     if !is_record(line) {
         return false;
@@ -430,7 +434,7 @@ fn another_item_names_more(question: &str, line: &str, sources: &[Source]) -> bo
             let own = named(line);
             let names_more = items.iter().any(|item| {
                 let other = named(item);
-                is_record(item) && other.len() > own.len() && other.is_superset(&own)
+                is_record(item) && other.len() >= own.len() + MORE_NAMED && other.is_superset(&own)
             });
             if names_more {
                 return true;

@@ -444,7 +444,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     let flights = [source(
         1,
         "Camino Portugués 2023",
-        "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: Santiago → Dublin, Wed 20 Sept — Orla booked it",
+        "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: flight home from Santiago, Wed 20 Sept — Orla booked it",
     )];
     let home = FigureLine::find(
         "flight number for the way home from santiago",
@@ -486,11 +486,24 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     )
     .expect("a figure in a line");
     assert_eq!(fee.no_answer, None);
+    // One term more is not enough: a name may hold it by chance ("Hallam Bathrooms").
+    let quotes = [source(
+        1,
+        "Bathroom renovation",
+        "| Who | What | Quote |\n|---|---|---|\n| Dave Pritchard | strip out, plumbing, fit suite | £4,850 |\n| Hallam Bathrooms | full job inc tiling | £6,200 |",
+    )];
+    let plumber = FigureLine::find(
+        "How much did the plumber quote me for doing the bathroom?",
+        "The plumber quoted £4,850 [1].",
+        &quotes,
+    )
+    .expect("a figure in a line");
+    assert_eq!(plumber.no_answer, None);
     // Labelled items in Chinese are records too.
     let dali = [source(
         1,
         "大理旅行",
-        "## 交通\n- 去：8月5日 武汉天河 → 大理，东航 MU5811，07:55起飞\n- 回：8月11日 大理 → 武汉，中午的航班",
+        "## 交通\n- 去：8月5日 武汉天河 → 大理，东航 MU5811，07:55起飞\n- 回：8月11日 从大理回武汉，中午的航班",
     )];
     let back = FigureLine::find_name("从大理回武汉坐的哪趟航班？", "坐的是MU5811。[1]", &dali)
         .expect("a name in a line");
