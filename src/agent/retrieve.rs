@@ -72,12 +72,9 @@ fn leans_on_earlier(question: &str) -> bool {
             lower.starts_with(opening)
         }
     });
-    let points_back_cjk = POINTING_WORDS_CJK
-        .split_whitespace()
-        .any(|p| question.contains(p));
     own <= LEANING_TERMS
         || carries_on
-        || points_back_cjk
+        || points_back_cjk(question)
         || (points_back(question) && own <= POINTING_TERMS)
 }
 
@@ -85,9 +82,14 @@ fn leans_on_earlier(question: &str) -> bool {
 /// ([`POINTING_WORDS`], [`POINTING_WORDS_CJK`]).
 fn points_back(question: &str) -> bool {
     words(&question.to_lowercase()).any(|w| POINTING_WORDS.split_whitespace().any(|p| p == w))
-        || POINTING_WORDS_CJK
-            .split_whitespace()
-            .any(|p| question.contains(p))
+        || points_back_cjk(question)
+}
+
+/// Whether `question` holds a Chinese pronoun or demonstrative ([`POINTING_WORDS_CJK`]).
+fn points_back_cjk(question: &str) -> bool {
+    POINTING_WORDS_CJK
+        .split_whitespace()
+        .any(|p| question.contains(p))
 }
 
 /// What a turn searches for ([`searched_for`]).
@@ -180,8 +182,15 @@ fn moved_to(earlier: &str, question: &str, titles: &mut dyn FnMut(&str) -> Vec<S
 }
 
 /// `text` less each place it holds the words of `run` (lowercase), in any case, as whole
-/// words.
+/// words; `text` as it is when a letter of it lowercases to another length ("İ"), where
+/// places in the lowercase text are not places in `text`.
 fn without_words(text: &str, run: &str) -> String {
+    let same_length = text
+        .chars()
+        .all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8());
+    if !same_length {
+        return text.to_string();
+    }
     let lower = text.to_lowercase();
     let mut kept = String::new();
     let mut from = 0;

@@ -212,3 +212,14 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
 fn shortcut_of_palette() -> &'static str {
     "What's the shortcut for the command palette?"
 }
+
+#[test]
+fn a_title_is_taken_out_only_where_the_lowercase_text_keeps_its_places() {
+    assert_eq!(
+        without_words("Cost of Stardew Valley? stardew valley!", "stardew valley"),
+        "Cost of ? !"
+    );
+    // "İ" lowercases to two characters: the text stays as it is rather than be cut wrong.
+    let turkish = "İstanbul trip: Stardew Valley cost?";
+    assert_eq!(without_words(turkish, "stardew valley"), turkish);
+}
