@@ -4,6 +4,7 @@
 //! step names the language and the sentence that says the notes lack the answer in it. For
 //! other questions nothing changes: their prompts stay as they were. Pure.
 
+use std::ops::Range;
 use std::sync::LazyLock;
 
 pub use obsidian_kb::language::Language;
@@ -60,6 +61,19 @@ pub fn says_notes_lack_it(answer: &str) -> bool {
 /// export.") is no such place: one naming the sources, or a verb only a text does
 /// ("mentioned", "specified"), is.
 pub fn without_denials(answer: &str) -> String {
+    let mut kept = String::new();
+    let mut from = 0;
+    for denial in denials(answer) {
+        kept.push_str(&answer[from..denial.start]);
+        from = denial.end;
+    }
+    kept.push_str(&answer[from..]);
+    kept
+}
+
+/// Where `answer` says in words of its own that its sources lack something, each place to
+/// the end of its sentence or to a "but" going on to an answer ([`without_denials`]).
+pub fn denials(answer: &str) -> Vec<Range<usize>> {
     // The sources, as an answer names them.
     const SOURCES: &str = r"(?:the\s+)?(?:(?:given|provided|numbered|above|available)\s+)?
         (?:notes?|sources?|passages?|context|documents?|texts?|vault)";
@@ -100,20 +114,17 @@ pub fn without_denials(answer: &str) -> String {
         Regex::new(r"(?i)[.!?。！？\n]|[,;，；]?\s*\b(?:but|however|although|though|yet|instead)\b|但是?|不过|然而|しかし|하지만")
             .expect("valid regex")
     });
-    let mut kept = String::new();
-    let mut from = 0;
+    let mut places: Vec<Range<usize>> = Vec::new();
     for denial in DENIAL.find_iter(answer) {
-        if denial.start() < from {
+        if places.last().is_some_and(|last| denial.start() < last.end) {
             continue;
         }
         let end = GOES_ON
             .find(&answer[denial.end()..])
             .map_or(answer.len(), |m| denial.end() + m.start());
-        kept.push_str(&answer[from..denial.start()]);
-        from = end;
+        places.push(denial.start()..end);
     }
-    kept.push_str(&answer[from..]);
-    kept
+    places
 }
 
 /// `answer` less each sentence that puts its citation marks where its answer should be: "The

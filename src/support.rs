@@ -146,6 +146,39 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     }
 }
 
+/// Whether `answer` says something, then that its sources lack the very thing `question`
+/// asks: a sentence saying they lack it ([`crate::language::denials`]) naming every term the
+/// question does and none of its own but the words of saying so. "The reg on Rory's car is the
+/// Skoda Octavia. … The notes do not say anything about the reg on Rory's car." (Qwen2.5-1.5B)
+/// gives a car for a registration and then says there is none: what came before the denial
+/// is made up. A denial of something more ("any additional information about Mam's GP", "what
+/// time the pool closes") leaves the answer standing, as does one naming only part of what
+/// was asked ("anything about the class" of "Which class has an assignment due on 8 April?").
+pub fn denies_what_was_asked(question: &str, answer: &str) -> bool {
+    static SAYING_SO: LazyLock<HashSet<String>> = LazyLock::new(|| {
+        Tokenizer::default()
+            .query_terms(
+                "notes note sources source passages passage context documents document texts \
+                 text vault given provided numbered above available say mention specify state \
+                 provide contain include give tell cover indicate discuss offer have \
+                 information anything details regarding sorry unfortunately",
+            )
+            .into_iter()
+            .collect()
+    });
+    let mut tokenizer = Tokenizer::default();
+    crate::language::denials(answer).into_iter().any(|denial| {
+        let before = &answer[..denial.start];
+        let denial = &answer[denial];
+        before.chars().any(char::is_alphabetic)
+            && !tokenizer.query_terms(question).is_empty()
+            && own_terms(&mut tokenizer, question, denial)
+                .iter()
+                .all(|term| SAYING_SO.contains(term))
+            && own_terms(&mut tokenizer, denial, question).is_empty()
+    })
+}
+
 /// Words saying yes: English ones (whole words), then Chinese, Japanese and Korean ones.
 const YES: [&str; 2] = [r"yes", r"是的?|对|可以|能|はい|できます|네|예"];
 
@@ -395,6 +428,50 @@ mod tests {
 
     fn numbers(ns: &[usize]) -> BTreeSet<usize> {
         ns.iter().copied().collect()
+    }
+
+    #[test]
+    fn an_answer_then_saying_the_notes_lack_what_was_asked_denies_itself() {
+        let car = "what's the reg on rory's car";
+        assert!(denies_what_was_asked(
+            car,
+            "The reg on Rory's car is the Skoda Octavia. It is owned by Rory. The notes do not \
+             say anything about the reg on Rory's car. [1]"
+        ));
+        assert!(denies_what_was_asked(
+            "who's my landlord again",
+            "The landlord is the person who owns the property [1]. The notes do not provide any \
+             information about the landlord."
+        ));
+        // A denial alone is the notes not saying, judged elsewhere.
+        assert!(!denies_what_was_asked(
+            car,
+            "The notes do not say anything about the reg on Rory's car."
+        ));
+        // A denial of something more, or of part of what was asked, leaves the answer.
+        for (question, answer) in [
+            (
+                "who is mam's GP",
+                "The GP for Mam is Dr Aisling Kerr [1]. The notes do not provide any additional \
+                 information about Mam's GP.",
+            ),
+            (
+                "What time does the pool open?",
+                "The pool opens at 7am [1]. The notes do not say what time the pool closes.",
+            ),
+            (
+                "Which class has an assignment due on the 8th of April 2022?",
+                "The class is English [1]. The notes do not say anything about the class or the \
+                 assignment.",
+            ),
+            (
+                "How much did the plumber charge?",
+                "The plumber charged £4,850 [1], but the notes do not say what the plumber charged \
+                 for the tiles.",
+            ),
+        ] {
+            assert!(!denies_what_was_asked(question, answer), "{answer}");
+        }
     }
 
     #[test]
