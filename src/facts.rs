@@ -124,6 +124,22 @@ pub fn writes_date(text: &str) -> bool {
     !dates_in(text).is_empty()
 }
 
+/// Whether `word` names a month or a day of the week in English, whole or short: when
+/// something is, not who or what.
+pub fn names_a_month_or_weekday(word: &str) -> bool {
+    const WEEKDAYS: [&str; 7] = [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
+    let word = word.to_lowercase();
+    month_number(&word).is_some() || WEEKDAYS.iter().any(|day| word == *day || word == day[..3])
+}
+
 /// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
 fn month_number(word: &str) -> Option<usize> {
     let word = word.to_lowercase();

@@ -17,7 +17,7 @@ use obsidian_kb::search::is_cjk;
 use regex::Regex;
 
 use super::asks::{Wanted, asks_a_figure};
-use crate::facts::names_in;
+use crate::facts::{names_a_month_or_weekday, names_in};
 use crate::sources::Source;
 
 /// What `sources` say of `subject` (all they say, without one), lowercase: where an email
@@ -114,6 +114,10 @@ impl Subject {
             }
         }
         names.retain(|name| Some(name) != fact.as_ref());
+        // A month or a weekday says when, not of whom: "How many situps did I do on 30
+        // January 2022?" is answered from the daily note `2022-01-30`, which never writes
+        // "January" (the day asked about is checked apart: `Agent::on_the_day`).
+        names.retain(|name| !names_a_month_or_weekday(name));
         (!names.is_empty()).then_some(Subject { names })
     }
 

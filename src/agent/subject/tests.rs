@@ -175,6 +175,20 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
         ),
         None
     );
+    // A month the sources write with a capital says when, not of whom: the daily note
+    // `2022-01-30` never writes "January".
+    let show = Source {
+        passage: "I started watching on January 9, the second season in March.".into(),
+        ..source.clone()
+    };
+    assert_eq!(
+        Subject::of(
+            "how many situps did I do on 30 january 2022",
+            std::slice::from_ref(&show),
+            &[]
+        ),
+        None
+    );
     // A word the sources write in lowercase too is no name, within an identifier too.
     assert_eq!(
         Subject::of("how much was the quote", std::slice::from_ref(&source), &[]),
