@@ -287,6 +287,11 @@ impl KnownFacts {
         let facts = FACT
             .find_iter(&text)
             .filter(|found| !named.iter().any(|date| date.contains(&found.start())))
+            // Digits written on to Latin letters are part of a name or a code ("AB1908", a
+            // person's handle), not a figure of their own.
+            .filter(|found| {
+                !text[..found.start()].ends_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            })
             .filter_map(|found| {
                 let before = &text[..found.start()];
                 // A version the question names stands where a source writes it after the

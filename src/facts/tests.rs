@@ -26,6 +26,12 @@ fn a_number_found_nowhere_is_unsupported() {
             .unsupported("From 2019 to 2021 [1, 2].", true)
             .is_empty()
     );
+    // Digits written on to letters are part of a name, checked as one; a figure after it is
+    // checked as any.
+    assert_eq!(
+        known(&[]).unsupported("AB1908's birthday is 5 May 1999 [1].", true),
+        ["5 May 1999"]
+    );
 }
 
 #[test]
