@@ -323,7 +323,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let searched = self.searched_for(question, conversation);
         let restated = match searched.leans && self.options.restate {
             true => self.restate(conversation, &mut gathered.steps)?,
-            false => None,
+            false => searched.meant.clone(),
         };
         let query = restated.as_deref().unwrap_or(&searched.query);
         let days =

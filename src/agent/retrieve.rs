@@ -99,6 +99,9 @@ pub(super) struct Searched {
     pub(super) query: String,
     /// Whether the question leans on earlier ones, searched with it ([`leans_on_earlier`]).
     pub(super) leans: bool,
+    /// What a follow-up only naming another note means: the question before about that
+    /// note ([`in_place_of`]).
+    pub(super) meant: Option<String>,
 }
 
 /// What the opening search looks for: the question as asked; a question that leans on the
@@ -119,6 +122,7 @@ pub(super) fn searched_for(
         .collect();
     // The conversation ends with this question.
     questions.pop();
+    let before = questions.last().copied();
     let mut searched: Option<String> = None;
     for asked in questions {
         searched = Some(match searched {
@@ -142,13 +146,53 @@ pub(super) fn searched_for(
                     query.push_str(name);
                 }
             }
-            Searched { query, leans: true }
+            let meant = before.and_then(|before| in_place_of(before, question, titles));
+            Searched {
+                query,
+                leans: true,
+                meant,
+            }
         }
         _ => Searched {
             query: question.to_string(),
             leans: false,
+            meant: None,
         },
     }
+}
+
+/// Words a follow-up may say besides the note it names and still ask only what the question
+/// before asked, about that note: "And Terraria?", "What about for the quick switcher?".
+const ONLY_NAMING: &str = "and but or also so what how about if then for on in with of to the a an";
+
+/// The question `before` asked again about the note `question` names instead of the one it
+/// named, when `question` says nothing else ([`ONLY_NAMING`]) and each names one note's
+/// title or alias (`titles`): "And Terraria?" after "How much did Stardew Valley cost?" is
+/// "How much did Terraria cost?". Asked "And Terraria?", Qwen2.5-1.5B described the game
+/// from the right note, not its price. `None` otherwise ("And on Plus?" names no note).
+fn in_place_of(
+    before: &str,
+    question: &str,
+    titles: &mut dyn FnMut(&str) -> Vec<String>,
+) -> Option<String> {
+    let [named] = titles(question).try_into().ok()?;
+    let rest = without_words(&question.to_lowercase(), &named.to_lowercase());
+    if !words(&rest).all(|word| ONLY_NAMING.split(' ').any(|w| w == word)) {
+        return None;
+    }
+    let [earlier] = titles(before).try_into().ok()?;
+    if earlier.eq_ignore_ascii_case(&named) {
+        return None;
+    }
+    if !lowercase_keeps_places(before) {
+        return None;
+    }
+    let at = before.to_lowercase().find(&earlier.to_lowercase())?;
+    Some(format!(
+        "{}{named}{}",
+        &before[..at],
+        &before[at + earlier.len()..]
+    ))
 }
 
 /// What `earlier` (searched for before `question`, which leans on it) says that `question`
@@ -185,10 +229,7 @@ fn moved_to(earlier: &str, question: &str, titles: &mut dyn FnMut(&str) -> Vec<S
 /// words; `text` as it is when a letter of it lowercases to another length ("İ"), where
 /// places in the lowercase text are not places in `text`.
 fn without_words(text: &str, run: &str) -> String {
-    let same_length = text
-        .chars()
-        .all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8());
-    if !same_length {
+    if !lowercase_keeps_places(text) {
         return text.to_string();
     }
     let lower = text.to_lowercase();
@@ -208,6 +249,13 @@ fn without_words(text: &str, run: &str) -> String {
     }
     kept.push_str(&text[from..]);
     kept
+}
+
+/// Whether each letter of `text` lowercases to one as long: then places in its lowercase
+/// copy are places in it.
+fn lowercase_keeps_places(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.to_lowercase().map(char::len_utf8).sum::<usize>() == c.len_utf8())
 }
 
 /// Pronouns that point back at a person, not a thing.

@@ -1416,8 +1416,9 @@ fn a_follow_up_naming_the_next_day_is_searched_within_it() {
 }
 
 /// A follow-up naming another note by its title than the question it leans on is searched
-/// without the earlier note's name, so the note it names comes first; one naming no note
-/// ("And on Plus?") is searched with the whole question before it.
+/// without the earlier note's name, so the note it names comes first, and one saying nothing
+/// else ("And Terraria?") is the question before asked of it; one naming no note ("And on
+/// Plus?") is searched with the whole question before it.
 #[test]
 fn a_follow_up_naming_another_note_is_searched_for_it() {
     let (_dir, vault) = temp_vault(&[
@@ -1452,11 +1453,13 @@ fn a_follow_up_naming_another_note_is_searched_for_it() {
         &mut conversation,
         "And Terraria?",
     );
+    // Saying nothing but the note, it is the question before asked of that note: searched
+    // and answered so.
     let terraria = "note://Games/Terraria".to_string();
-    assert_eq!(
-        searched(&turn),
-        ("How much did  cost? And Terraria?".into(), terraria.clone())
-    );
+    let meant = "How much did Terraria cost?";
+    assert_eq!(searched(&turn), (meant.into(), terraria.clone()));
+    let asked = format!("sources above: {meant}");
+    assert!(model.prompts.iter().any(|p| p.contains(&asked)));
     let mut model = ScriptedModel::new(["It cost 9.99 [1]."; 5], 8192);
     let turn = rig.ask_in(
         &mut model,

@@ -174,6 +174,11 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
     conversation.push(Message::user("And Terraria?"));
     let searched = searched_for("And Terraria?", &conversation, &mut titles);
     assert_eq!(searched.query, "How much did  cost? And Terraria?");
+    // Saying nothing but the note, it asks the question before about it.
+    assert_eq!(
+        searched.meant.as_deref(),
+        Some("How much did Terraria cost?")
+    );
     // A chain keeps the move: "And on sale?" is about Terraria.
     conversation.push(Message::assistant("9.99 [1]."));
     conversation.push(Message::user("And on sale?"));
@@ -182,6 +187,19 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
         searched.query,
         "How much did  cost? And Terraria? And on sale?"
     );
+    // A follow-up asking more than which note is asked as typed.
+    assert_eq!(searched.meant, None);
+    let palette = "What's the keyboard shortcut for the Command Palette on Windows?";
+    let switcher = "What about for the quick switcher?";
+    assert_eq!(
+        in_place_of(palette, switcher, &mut titles).as_deref(),
+        Some("What's the keyboard shortcut for the quick switcher on Windows?")
+    );
+    assert_eq!(
+        in_place_of(palette, "Does the quick switcher have one?", &mut titles),
+        None
+    );
+    assert_eq!(in_place_of(palette, "And on Mac?", &mut titles), None);
     // Named in any case, as whole words only.
     assert_eq!(
         moved_to(
