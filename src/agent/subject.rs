@@ -217,7 +217,10 @@ fn capitalised_only(sources: &[Source]) -> HashSet<String> {
                         }
                         _ => {}
                     }
-                    after_lowercase |= word.starts_with(char::is_lowercase);
+                    // A lone letter is no word of a sentence: a done task's `[x]` before
+                    // an episode's title ("- [x] Ep 10 - The Cost").
+                    after_lowercase |=
+                        word.starts_with(char::is_lowercase) && word.chars().nth(1).is_some();
                     // A word in lowercase within an identifier is in lowercase too: the
                     // note `assignment_7` writes "assignment", whatever its tasks capitalise.
                     if word.contains('_') {

@@ -189,6 +189,16 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
         ),
         None
     );
+    // A title in title case after a done task's mark is no name either: "What does it
+    // cost?" asks nothing of an episode called "The Cost".
+    let episodes = Source {
+        passage: "- [x] Ep 10 - The Cost [Release date:: 2002-08-11]".into(),
+        ..source.clone()
+    };
+    assert_eq!(
+        Subject::of("What does it cost?", std::slice::from_ref(&episodes), &[]),
+        None
+    );
     // A word the sources write in lowercase too is no name, within an identifier too.
     assert_eq!(
         Subject::of("how much was the quote", std::slice::from_ref(&source), &[]),
