@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use obsidian_kb::search::is_cjk;
+use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
 use super::asks::{Wanted, asks_a_figure};
@@ -97,13 +97,17 @@ impl Subject {
                 .map(|id| id.as_str().to_lowercase()),
         );
         let written = capitalised_only(sources);
+        let mut tokenizer = Tokenizer::default();
         for word in words(question) {
             let word = word
                 .strip_suffix("'s")
                 .or_else(|| word.strip_suffix("’s"))
                 .unwrap_or(word)
                 .to_lowercase();
-            if written.contains(&word) && !names.contains(&word) {
+            // A stop word is no name, however a title writes it: "How" in an episode called
+            // "As to How They Might Destroy Him" is the question's own "how".
+            let stop_word = tokenizer.query_terms(&word).is_empty();
+            if written.contains(&word) && !names.contains(&word) && !stop_word {
                 names.push(word);
             }
         }
@@ -114,8 +118,9 @@ impl Subject {
             }
         }
         names.retain(|name| Some(name) != fact.as_ref());
-        // A month or a weekday says when, not of whom: "How many situps did I do on 30
-        // January 2022?" is answered from the daily note `2022-01-30`, which never writes
+        // A month or a weekday says when, not of whom, though a person types it in lowercase
+        // and a source writes it with a capital ("started on January 9"): "situps on 30
+        // january 2022" is answered from the daily note `2022-01-30`, which never writes
         // "January" (the day asked about is checked apart: `Agent::on_the_day`).
         names.retain(|name| !names_a_month_or_weekday(name));
         (!names.is_empty()).then_some(Subject { names })

@@ -199,6 +199,19 @@ fn a_name_typed_in_lowercase_is_one_the_sources_write_only_with_a_capital() {
         Subject::of("What does it cost?", std::slice::from_ref(&episodes), &[]),
         None
     );
+    // Nor is a stop word a title writes with a capital.
+    let titled = Source {
+        passage: "- [ ] Ep 4 - As to How They Might Destroy Him [Release date:: 2022-01-23]".into(),
+        ..source.clone()
+    };
+    assert_eq!(
+        Subject::of(
+            "How many situps did I do on 30 January 2022?",
+            std::slice::from_ref(&titled),
+            &[]
+        ),
+        None
+    );
     // A word the sources write in lowercase too is no name, within an identifier too.
     assert_eq!(
         Subject::of("how much was the quote", std::slice::from_ref(&source), &[]),
