@@ -124,22 +124,6 @@ pub fn writes_date(text: &str) -> bool {
     !dates_in(text).is_empty()
 }
 
-/// Whether `word` names a month or a day of the week in English, whole or short: when
-/// something is, not who or what.
-pub fn names_a_month_or_weekday(word: &str) -> bool {
-    const WEEKDAYS: [&str; 7] = [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ];
-    let word = word.to_lowercase();
-    month_number(&word).is_some() || WEEKDAYS.iter().any(|day| word == *day || word == day[..3])
-}
-
 /// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
 fn month_number(word: &str) -> Option<usize> {
     let word = word.to_lowercase();
@@ -517,6 +501,12 @@ const NOT_NAMES: &str = "\
     november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday \
     wednesday thursday friday saturday sunday";
 
+/// Whether `word`, written with a capital, may be a name: not one of [`NOT_NAMES`].
+pub fn may_be_a_name(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    !NOT_NAMES.split_whitespace().any(|not| not == lower)
+}
+
 /// Where `text` names someone or something: each word written with a capital past the first
 /// of its sentence (a possessive `'s` left out), less [`NOT_NAMES`]. `opens_sentence`: whether
 /// `text` begins a sentence; false when it goes on with one begun before it.
@@ -547,10 +537,7 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
             .strip_suffix("'s")
             .or_else(|| name.strip_suffix("’s"))
             .unwrap_or(name);
-        let lower = name.to_lowercase();
-        if name.starts_with(char::is_uppercase)
-            && !NOT_NAMES.split_whitespace().any(|not| not == lower)
-        {
+        if name.starts_with(char::is_uppercase) && may_be_a_name(name) {
             names.push(word.start()..word.start() + name.len());
         }
     }

@@ -17,7 +17,7 @@ use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
 use super::asks::{Wanted, asks_a_figure};
-use crate::facts::{names_a_month_or_weekday, names_in};
+use crate::facts::{may_be_a_name, names_in};
 use crate::sources::Source;
 
 /// What `sources` say of `subject` (all they say, without one), lowercase: where an email
@@ -104,10 +104,16 @@ impl Subject {
                 .or_else(|| word.strip_suffix("’s"))
                 .unwrap_or(word)
                 .to_lowercase();
-            // A stop word is no name, however a title writes it: "How" in an episode called
-            // "As to How They Might Destroy Him" is the question's own "how".
+            // A stop word, a month or a weekday is no name, however a source writes it:
+            // "How" in an episode called "As to How They Might Destroy Him" is the
+            // question's own "how"; "situps on 30 january 2022" asks nothing of "January"
+            // in "started on January 9" (the day is checked apart: `Agent::on_the_day`).
             let stop_word = tokenizer.query_terms(&word).is_empty();
-            if written.contains(&word) && !names.contains(&word) && !stop_word {
+            if written.contains(&word)
+                && !names.contains(&word)
+                && !stop_word
+                && may_be_a_name(&word)
+            {
                 names.push(word);
             }
         }
@@ -118,11 +124,6 @@ impl Subject {
             }
         }
         names.retain(|name| Some(name) != fact.as_ref());
-        // A month or a weekday says when, not of whom, though a person types it in lowercase
-        // and a source writes it with a capital ("started on January 9"): "situps on 30
-        // january 2022" is answered from the daily note `2022-01-30`, which never writes
-        // "January" (the day asked about is checked apart: `Agent::on_the_day`).
-        names.retain(|name| !names_a_month_or_weekday(name));
         (!names.is_empty()).then_some(Subject { names })
     }
 
