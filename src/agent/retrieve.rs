@@ -187,7 +187,7 @@ fn in_place_of(
     if !lowercase_keeps_places(before) {
         return None;
     }
-    let at = before.to_lowercase().find(&earlier.to_lowercase())?;
+    let at = *places_of_words(&before.to_lowercase(), &earlier.to_lowercase()).first()?;
     Some(format!(
         "{}{named}{}",
         &before[..at],
@@ -232,16 +232,10 @@ fn without_words(text: &str, run: &str) -> String {
     if !lowercase_keeps_places(text) {
         return text.to_string();
     }
-    let lower = text.to_lowercase();
     let mut kept = String::new();
     let mut from = 0;
-    for (at, _) in lower.match_indices(run) {
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + run.len()..].chars().next();
-        let whole = [before, after]
-            .iter()
-            .all(|c| c.is_none_or(|c| !c.is_alphanumeric() || is_cjk(c)));
-        if at < from || !whole {
+    for at in places_of_words(&text.to_lowercase(), run) {
+        if at < from {
             continue;
         }
         kept.push_str(&text[from..at]);
@@ -249,6 +243,21 @@ fn without_words(text: &str, run: &str) -> String {
     }
     kept.push_str(&text[from..]);
     kept
+}
+
+/// Where `lower` holds the words of `run` (both lowercase) as whole words.
+fn places_of_words(lower: &str, run: &str) -> Vec<usize> {
+    lower
+        .match_indices(run)
+        .map(|(at, _)| at)
+        .filter(|&at| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + run.len()..].chars().next();
+            [before, after]
+                .iter()
+                .all(|c| c.is_none_or(|c| !c.is_alphanumeric() || is_cjk(c)))
+        })
+        .collect()
 }
 
 /// Whether each letter of `text` lowercases to one as long: then places in its lowercase

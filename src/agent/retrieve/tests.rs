@@ -200,6 +200,16 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
         None
     );
     assert_eq!(in_place_of(palette, "And on Mac?", &mut titles), None);
+    // The title is put in place of the earlier one as whole words only.
+    assert_eq!(
+        in_place_of(
+            "Did Terrarians like Terraria?",
+            "And Stardew Valley?",
+            &mut titles
+        )
+        .as_deref(),
+        Some("Did Terrarians like Stardew Valley?")
+    );
     // Named in any case, as whole words only.
     assert_eq!(
         moved_to(
