@@ -488,8 +488,13 @@ pub fn ends_sentence(text: &str) -> Option<bool> {
     if plain.trim().is_empty() {
         return plain.ends_with('\n').then_some(true);
     }
+    let plain = plain.trim_end_matches(CLOSING);
     Some(plain.ends_with(['\n', '.', '!', '?', '。', '！', '？']))
 }
+
+/// What may close a sentence after its full stop: quotes, a bracket, emphasis
+/// (`"Cheaper AND sooner." This quote …` opens a sentence at "This").
+const CLOSING: &[char] = &['"', '\'', '”', '’', '」', '』', ')', '*', '_'];
 
 /// Words that start with a capital without being a name: question words, pronouns, articles,
 /// and the names of months and days (a date, not whom it is about).
@@ -519,8 +524,9 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
         )
         .expect("valid regex")
     });
-    static SENTENCE_END: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?。！？](?:\s|$)|\n").expect("valid regex"));
+    static SENTENCE_END: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"[.!?。！？]["'”’」』)*_]*(?:\s|$)|\n"#).expect("valid regex")
+    });
     let text = &without_marks(text);
     let mut ends = SENTENCE_END.find_iter(text).map(|end| end.end()).peekable();
     let mut first_of_sentence = opens_sentence;

@@ -300,6 +300,12 @@ fn names_are_capitalised_words_past_the_first_of_their_sentence() {
     assert_eq!(given.unsupported("他也用Notion记。", true), ["Notion"]);
     // A hyphenated word is one name.
     assert_eq!(names_in("Check that Wi-Fi is on."), ["Wi-Fi"]);
+    // A quote or emphasis closing a sentence leaves the next word its first.
+    assert_eq!(
+        names_in("Tom wrote \"Cheaper AND sooner.\" This quote came from Murt."),
+        ["Cheaper", "Murt"]
+    );
+    assert_eq!(names_in("**Done.** Then ask Orla."), ["Orla"]);
     let text = "so Kenji's phone";
     assert_eq!(
         names(text, false)
@@ -352,6 +358,7 @@ fn a_stream_can_tell_where_a_fact_may_begin() {
     assert_eq!(ends_sentence("the list:\n"), Some(true));
     assert_eq!(ends_sentence("located in "), Some(false));
     assert_eq!(ends_sentence("[4] "), None);
+    assert_eq!(ends_sentence("\"easy decision.\" "), Some(true));
     // A citation mark opening a line is no word of its sentence.
     assert_eq!(first_fact("[4] Check the box [1].", true), None);
     // A number after a capitalised word is held with it: it may be a version.
