@@ -6,6 +6,8 @@
 //! list, and the figure check said yes. A follow-up naming another note than the question
 //! it leans on moves the search to it ([`Agent::searched_for`]).
 
+use std::collections::HashMap;
+
 use obsidian_kb::api;
 use obsidian_kb::search::{Tokenizer, is_cjk};
 
@@ -51,13 +53,20 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 
     /// What the turn searches for ([`retrieve::searched_for`]), with the runs of words the
-    /// vault knows as notes' titles or aliases ([`title_runs`]).
+    /// vault knows as notes' titles or aliases ([`title_runs`]), each text's looked up once
+    /// (a follow-up and the question before it are asked of more than once).
     pub(super) fn searched_for(&self, question: &str, conversation: &[Message]) -> Searched {
-        retrieve::searched_for(question, conversation, &mut |text| {
-            self.titles_of(title_runs(text))
-                .into_iter()
-                .map(|(run, _)| run)
-                .collect()
+        let mut looked_up: HashMap<String, Vec<String>> = HashMap::new();
+        retrieve::searched_for(question, conversation, self.options.today, &mut |text| {
+            looked_up
+                .entry(text.to_string())
+                .or_insert_with(|| {
+                    self.titles_of(title_runs(text))
+                        .into_iter()
+                        .map(|(run, _)| run)
+                        .collect()
+                })
+                .clone()
         })
     }
 
