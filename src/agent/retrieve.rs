@@ -113,6 +113,7 @@ pub(super) struct Searched {
 pub(super) fn searched_for(
     question: &str,
     conversation: &[Message],
+    today: NaiveDate,
     titles: &mut dyn FnMut(&str) -> Vec<String>,
 ) -> Searched {
     let mut questions: Vec<&str> = conversation
@@ -146,7 +147,10 @@ pub(super) fn searched_for(
                     query.push_str(name);
                 }
             }
-            let meant = before.and_then(|before| in_place_of(before, question, titles));
+            let meant = before.and_then(|before| {
+                in_place_of(before, question, titles)
+                    .or_else(|| on_another_day(before, question, conversation, today))
+            });
             Searched {
                 query,
                 leans: true,
@@ -162,8 +166,10 @@ pub(super) fn searched_for(
 }
 
 /// Words a follow-up may say besides the note it names and still ask only what the question
-/// before asked, about that note: "And Terraria?", "What about for the quick switcher?".
-const ONLY_NAMING: &str = "and but or also so what how about if then for on in with of to the a an";
+/// before asked, about that note or day: "And Terraria?", "What about for the quick
+/// switcher?", "那前一天呢？".
+const ONLY_NAMING: &str =
+    "and but or also so what how about if then for on in with of to the a an 那 那么 还有 呢";
 
 /// The question `before` asked again about the note `question` names instead of the one it
 /// named, when `question` says nothing else ([`ONLY_NAMING`]) and each names one note's
@@ -192,6 +198,51 @@ fn in_place_of(
         "{}{named}{}",
         &before[..at],
         &before[at + earlier.len()..]
+    ))
+}
+
+/// The question `before` asked again of the day `question` names by the one `before` wrote,
+/// when `question` says nothing else ([`ONLY_NAMING`]): "And the night before?" after "What
+/// time did I go to bed on 20 January 2022?" is "What time did I go to bed on 19 January
+/// 2022?". Told "It asks about 2022-01-19." after the conversation, Qwen2.5-1.5B gave 20
+/// January's bedtime again. `None` unless `before` writes one day as a date ("yesterday",
+/// "3 days ago" and "on Monday" read wrong with another date in their place).
+fn on_another_day(
+    before: &str,
+    question: &str,
+    conversation: &[Message],
+    today: NaiveDate,
+) -> Option<String> {
+    let anchor = dates::anchor_words(question)?;
+    let rest = format!("{} {}", &question[..anchor.start], &question[anchor.end..]);
+    if !words(&rest.to_lowercase()).all(|word| ONLY_NAMING.split(' ').any(|w| w == word)) {
+        return None;
+    }
+    let day = dates::after_anchor(question, day_talked_about(conversation, today)?)?;
+    let [said] = dates::mentioned(before, today).try_into().ok()?;
+    let written = &before[said.start..said.end];
+    let is_a_date =
+        written.contains(|c: char| c.is_ascii_digit()) && !written.to_lowercase().ends_with("ago");
+    if said.period.from != said.period.to || !is_a_date {
+        return None;
+    }
+    let day = day.from;
+    let day = if written.chars().any(is_cjk) {
+        match said.yearless {
+            true => format!("{}月{}日", day.month(), day.day()),
+            false => format!("{}年{}月{}日", day.year(), day.month(), day.day()),
+        }
+    } else if written.starts_with(|c: char| c.is_ascii_digit()) && written.contains('-') {
+        day.format("%Y-%m-%d").to_string()
+    } else if said.yearless {
+        day.format("%-d %B").to_string()
+    } else {
+        day.format("%-d %B %Y").to_string()
+    };
+    Some(format!(
+        "{}{day}{}",
+        &before[..said.start],
+        &before[said.end..]
     ))
 }
 

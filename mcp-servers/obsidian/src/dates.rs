@@ -421,6 +421,12 @@ static AFTER_ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!("(?i){}", forms.join("|"))).expect("anchored date pattern")
 });
 
+/// Where `text` names a day by one said before it ("the night before", "第二天"), whichever
+/// day that is: the words [`after_anchor`] reads.
+pub fn anchor_words(text: &str) -> Option<std::ops::Range<usize>> {
+    AFTER_ANCHOR.find(text).map(|found| found.range())
+}
+
 /// The day `text` names counting from `anchor` (a day said earlier, in the conversation):
 /// "And the next day?" after a question about 30 January is 31 January. `None` when it names
 /// no such day, or `anchor` is more than a day.

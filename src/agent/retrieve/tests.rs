@@ -1,5 +1,8 @@
 use super::*;
 
+/// What relative dates count from in these tests.
+const TODAY: NaiveDate = NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
+
 /// No note has a title.
 fn no_titles(_: &str) -> Vec<String> {
     Vec::new()
@@ -14,23 +17,26 @@ fn a_question_that_leans_on_the_one_before_is_searched_with_it() {
         Message::user("And on Plus?"),
     ];
     assert_eq!(
-        searched_for("And on Plus?", &conversation, &mut no_titles).query,
+        searched_for("And on Plus?", &conversation, TODAY, &mut no_titles).query,
         "What's the largest file I can sync on Sync Standard? And on Plus?"
     );
     // Words enough of its own: it may change the subject.
     let own = "How do I publish my notes as a website?";
     conversation.push(Message::user(own));
-    assert_eq!(searched_for(own, &conversation, &mut no_titles).query, own);
+    assert_eq!(
+        searched_for(own, &conversation, TODAY, &mut no_titles).query,
+        own
+    );
     // The first question of a conversation has nothing to lean on.
     assert_eq!(
-        searched_for("Why?", &conversation[..2], &mut no_titles).query,
+        searched_for("Why?", &conversation[..2], TODAY, &mut no_titles).query,
         "Why?"
     );
     // A long earlier question is cut.
     let long = "word ".repeat(1000);
     let conversation = [Message::user(&long), Message::user("Why?")];
     assert!(
-        searched_for("Why?", &conversation, &mut no_titles)
+        searched_for("Why?", &conversation, TODAY, &mut no_titles)
             .query
             .len()
             < 400
@@ -76,7 +82,12 @@ fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave()
         ),
         Message::user("What's her phone number?"),
     ];
-    let searched = searched_for("What's her phone number?", &conversation, &mut no_titles);
+    let searched = searched_for(
+        "What's her phone number?",
+        &conversation,
+        TODAY,
+        &mut no_titles,
+    );
     assert_eq!(
         searched.query,
         format!("{first} What's her phone number? Sophie")
@@ -89,7 +100,7 @@ fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave()
         Message::assistant("I met AB1908 at the gym! [1]"),
         Message::user("When's their birthday?"),
     ];
-    let searched = searched_for("When's their birthday?", &gym, &mut no_titles);
+    let searched = searched_for("When's their birthday?", &gym, TODAY, &mut no_titles);
     assert_eq!(
         searched.query,
         format!("{who} When's their birthday? AB1908")
@@ -99,12 +110,22 @@ fn a_follow_up_pointing_at_a_person_is_searched_with_the_names_the_answer_gave()
         Message::assistant("Open Settings, select Appearance → Themes [1]."),
         Message::user("Do they update by themselves?"),
     ];
-    let searched = searched_for("Do they update by themselves?", &themes, &mut no_titles);
+    let searched = searched_for(
+        "Do they update by themselves?",
+        &themes,
+        TODAY,
+        &mut no_titles,
+    );
     assert!(!searched.query.contains("Settings"), "{}", searched.query);
     // A thing pointed back at is searched without the answer's names.
     conversation.push(Message::assistant("Sophie's number is 0612 [1]."));
     conversation.push(Message::user("How much does it cost?"));
-    let searched = searched_for("How much does it cost?", &conversation, &mut no_titles);
+    let searched = searched_for(
+        "How much does it cost?",
+        &conversation,
+        TODAY,
+        &mut no_titles,
+    );
     assert!(!searched.query.contains("Sophie"), "{}", searched.query);
 }
 
@@ -117,7 +138,7 @@ fn a_question_leaning_on_a_leaning_one_is_searched_with_both() {
         Message::assistant("Sports [1]."),
         Message::user("When's his birthday?"),
     ];
-    let searched = searched_for("When's his birthday?", &conversation, &mut no_titles);
+    let searched = searched_for("When's his birthday?", &conversation, TODAY, &mut no_titles);
     assert_eq!(
         searched.query,
         "Who did I meet at the station in August 2022? What else did I do that day? \
@@ -131,7 +152,7 @@ fn a_question_leaning_on_a_leaning_one_is_searched_with_both() {
         Message::user("And the helmet?"),
     ];
     assert_eq!(
-        searched_for("And the helmet?", &conversation, &mut no_titles).query,
+        searched_for("And the helmet?", &conversation, TODAY, &mut no_titles).query,
         "How much did the new bike cost in the spring? And the helmet?"
     );
 }
@@ -172,7 +193,7 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
     let first = "How much did Stardew Valley cost?";
     let mut conversation = vec![Message::user(first), Message::assistant("14.99 [1].")];
     conversation.push(Message::user("And Terraria?"));
-    let searched = searched_for("And Terraria?", &conversation, &mut titles);
+    let searched = searched_for("And Terraria?", &conversation, TODAY, &mut titles);
     assert_eq!(searched.query, "How much did  cost? And Terraria?");
     // Saying nothing but the note, it asks the question before about it.
     assert_eq!(
@@ -182,7 +203,7 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
     // A chain keeps the move: "And on sale?" is about Terraria.
     conversation.push(Message::assistant("9.99 [1]."));
     conversation.push(Message::user("And on sale?"));
-    let searched = searched_for("And on sale?", &conversation, &mut titles);
+    let searched = searched_for("And on sale?", &conversation, TODAY, &mut titles);
     assert_eq!(
         searched.query,
         "How much did  cost? And Terraria? And on sale?"
@@ -250,4 +271,43 @@ fn a_title_is_taken_out_only_where_the_lowercase_text_keeps_its_places() {
     // "İ" lowercases to two characters: the text stays as it is rather than be cut wrong.
     let turkish = "İstanbul trip: Stardew Valley cost?";
     assert_eq!(without_words(turkish, "stardew valley"), turkish);
+}
+
+#[test]
+fn a_follow_up_naming_only_another_day_asks_the_question_before_of_that_day() {
+    let asked = |first: &str, follow_up: &str| {
+        let conversation = [
+            Message::user(first),
+            Message::assistant("At 23:16 [1]."),
+            Message::user(follow_up),
+        ];
+        searched_for(follow_up, &conversation, TODAY, &mut no_titles).meant
+    };
+    let bed = "What time did I go to bed on 20 January 2022?";
+    assert_eq!(
+        asked(bed, "And the night before?").as_deref(),
+        Some("What time did I go to bed on 19 January 2022?")
+    );
+    assert_eq!(
+        asked("What did I do on 2021-05-11?", "What about the day after?").as_deref(),
+        Some("What did I do on 2021-05-12?")
+    );
+    assert_eq!(
+        asked("2022年1月20日几点睡的？", "那前一天呢？").as_deref(),
+        Some("2022年1月19日几点睡的？")
+    );
+    assert_eq!(
+        asked("What did I eat on 3 March?", "And the next day?").as_deref(),
+        Some("What did I eat on 4 March?")
+    );
+    // Asking more than which day, or after a day not written as a date: asked as typed.
+    assert_eq!(asked(bed, "And what did I eat the night before?"), None);
+    assert_eq!(
+        asked("What did I do yesterday?", "And the day before?"),
+        None
+    );
+    assert_eq!(
+        asked("Where was I 3 days ago?", "And the day before?"),
+        None
+    );
 }
