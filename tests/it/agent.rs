@@ -1473,6 +1473,41 @@ fn a_follow_up_naming_another_note_is_searched_for_it() {
     );
 }
 
+/// A follow-up naming nothing but another day ("And the night before?") is the question
+/// before asked of that day: searched within it and answered so.
+#[test]
+fn a_follow_up_naming_another_day_is_asked_of_that_day() {
+    let (_dir, vault) = temp_vault(&[
+        ("Daily/2022-01-19.md", "# 19 Jan\n\ngotosleep:: 22:42\n"),
+        ("Daily/2022-01-20.md", "# 20 Jan\n\ngotosleep:: 23:16\n"),
+    ]);
+    let rig = rig(&vault);
+    let mut conversation = Vec::new();
+    let mut model = ScriptedModel::new(["At 23:16 [1]."; 5], 8192);
+    rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "What time did I go to bed on 20 January 2022?",
+    );
+    let mut model = ScriptedModel::new(["At 22:42 [1]."; 5], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        "And the night before?",
+    );
+    let meant = "What time did I go to bed on 19 January 2022?";
+    let search = turn.steps.iter().find(|s| s.kind == "retrieve").unwrap();
+    let call = &search.calls[0];
+    assert_eq!(call.arguments["query"], meant);
+    assert_eq!(call.arguments["from"], "2022-01-19");
+    assert_eq!(call.notes[0], "note://Daily/2022-01-19");
+    let asked = format!("sources above: {meant}");
+    assert!(model.prompts.iter().any(|p| p.contains(&asked)));
+    assert_eq!(turn.answer, "At 22:42 [1].");
+}
+
 /// An answer naming some items of a list in the source it cites is followed by the items it
 /// left out, as the note writes them, and the conversation keeps them; an answer naming all
 /// of them, or one, stands as written.
