@@ -17,6 +17,7 @@
 //!
 //! This module owns the turn: its order of steps, its options and records. Each step is a
 //! module of its own, in the order data flows through a turn:
+//! - [`follow_up`]: what a question means given the conversation: its search, its day;
 //! - [`restate`]: a follow-up that leans on the conversation written again to stand alone;
 //! - [`retrieve`]: the searches the agent makes itself (the opening one, the wider one);
 //! - [`pointed`]: the notes linked from the line a question describes, when it points at
@@ -40,6 +41,7 @@ mod calls;
 mod cite;
 mod decide;
 mod figure;
+mod follow_up;
 mod gate;
 mod named;
 mod own_words;
@@ -68,7 +70,6 @@ use crate::vault::VaultTools;
 
 use answer::{Answered, Asked, Reading, quote_sources};
 use gate::HoldBack;
-use retrieve::Opened;
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");
@@ -104,9 +105,8 @@ pub struct AgentOptions {
     pub cancel: CancellationToken,
     /// The day relative dates in a question count from.
     pub today: NaiveDate,
-    /// Have the model restate a follow-up that leans on the conversation as a question that
-    /// stands alone, and search and answer that ([`restate`]). Off: it is searched with the
-    /// question before it.
+    /// Have the model restate a leaning follow-up to stand alone, and search and answer that
+    /// ([`restate`]); off: it is searched and asked as [`follow_up`] reads it.
     pub restate: bool,
     /// Have the model read a name an answer gives (who, where, what brand) against the line
     /// it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it refused
@@ -327,10 +327,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let query = restated.as_deref().unwrap_or(&searched.query);
         let days =
-            retrieve::period_asked(question, &searched.query, conversation, self.options.today);
+            follow_up::period_asked(question, &searched.query, conversation, self.options.today);
         let opened = match &vault {
             Some(vault) => self.open(vault, query, days, &tools, conversation, &mut gathered)?,
-            None => Opened {
+            None => retrieve::Opened {
                 ran: false,
                 period: days.map(|days| days.period),
                 undated: None,

@@ -12,7 +12,7 @@ use obsidian_kb::api;
 use obsidian_kb::search::{Tokenizer, is_cjk};
 
 use super::Agent;
-use super::retrieve::{self, Searched};
+use super::follow_up::{self, Searched};
 use super::subject::{asking_sentence, words};
 use crate::engine::ChatModel;
 use crate::prompt::Message;
@@ -52,12 +52,12 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         names
     }
 
-    /// What the turn searches for ([`retrieve::searched_for`]), with the runs of words the
+    /// What the turn searches for ([`follow_up::searched_for`]), with the runs of words the
     /// vault knows as notes' titles or aliases ([`title_runs`]), each text's looked up once
     /// (a follow-up and the question before it are asked of more than once).
     pub(super) fn searched_for(&self, question: &str, conversation: &[Message]) -> Searched {
         let mut looked_up: HashMap<String, Vec<String>> = HashMap::new();
-        retrieve::searched_for(question, conversation, self.options.today, &mut |text| {
+        follow_up::searched_for(question, conversation, self.options.today, &mut |text| {
             looked_up
                 .entry(text.to_string())
                 .or_insert_with(|| {

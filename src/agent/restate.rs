@@ -1,11 +1,11 @@
 //! The restatement step: a follow-up that leans on the conversation ("And on Plus?", "When's
-//! his birthday?", [`super::retrieve`]'s `leans_on_earlier`) is written again by the model as a
+//! his birthday?", [`super::follow_up`]'s `leans_on_earlier`) is written again by the model as a
 //! question that stands alone, before anything is searched. The search looks for it, and the
 //! answer step is asked it, so that a small model answers what the person means rather than
 //! the words they typed ("And on Plus?" had got "On Plus, the largest file you can sync on
 //! Sync Standard is …"). Off by default (`AgentOptions::restate`, `--restate`): with
 //! Qwen2.5-1.5B it cited three more gold notes of 50 follow-ups, wrote no more keywords, and
-//! cost 0.4–0.7 s a follow-up (docs/benches.md); the rules of [`super::retrieve`] stay.
+//! cost 0.4–0.7 s a follow-up (docs/benches.md); the rules of [`super::follow_up`] stay.
 //!
 //! The restatement runs on the decision context, which an answer-first turn leaves idle, as
 //! a prompt of its own: an instruction with two examples (the prompt cache keeps them), then
