@@ -146,6 +146,12 @@ pub(super) fn searched_for(
 const ONLY_NAMING: &str =
     "and but or also so what how about if then for on in with of to the a an 那 那么 还有 呢";
 
+/// Whether `rest` (what a follow-up says besides the note or day it names) says nothing but
+/// [`ONLY_NAMING`]'s words.
+fn says_nothing_else(rest: &str) -> bool {
+    words(&rest.to_lowercase()).all(|word| ONLY_NAMING.split(' ').any(|w| w == word))
+}
+
 /// The question `before` asked again about the note `question` names instead of the one it
 /// named, when `question` says nothing else ([`ONLY_NAMING`]) and each names one note's
 /// title or alias (`titles`): "And Terraria?" after "How much did Stardew Valley cost?" is
@@ -158,7 +164,7 @@ fn in_place_of(
 ) -> Option<String> {
     let [named] = titles(question).try_into().ok()?;
     let rest = without_words(&question.to_lowercase(), &named.to_lowercase());
-    if !words(&rest).all(|word| ONLY_NAMING.split(' ').any(|w| w == word)) {
+    if !says_nothing_else(&rest) {
         return None;
     }
     let [earlier] = titles(before).try_into().ok()?;
@@ -190,7 +196,7 @@ fn on_another_day(
 ) -> Option<String> {
     let anchor = dates::anchor_words(question)?;
     let rest = format!("{} {}", &question[..anchor.start], &question[anchor.end..]);
-    if !words(&rest.to_lowercase()).all(|word| ONLY_NAMING.split(' ').any(|w| w == word)) {
+    if !says_nothing_else(&rest) {
         return None;
     }
     let day = dates::after_anchor(question, day_talked_about(conversation, today)?)?;
