@@ -525,7 +525,11 @@ pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
         .expect("valid regex")
     });
     static SENTENCE_END: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"[.!?。！？]["'”’」』)*_]*(?:\s|$)|\n"#).expect("valid regex")
+        let closing: String = CLOSING
+            .iter()
+            .map(|c| regex::escape(&c.to_string()))
+            .collect();
+        Regex::new(&format!(r"[.!?。！？][{closing}]*(?:\s|$)|\n")).expect("valid regex")
     });
     let text = &without_marks(text);
     let mut ends = SENTENCE_END.find_iter(text).map(|end| end.end()).peekable();
