@@ -91,22 +91,31 @@ pub(super) fn searched_for(
     today: NaiveDate,
     titles: &mut dyn FnMut(&str) -> Vec<String>,
 ) -> Searched {
-    let mut questions: Vec<&str> = conversation
+    // Each earlier question with the conversation up to it (it last).
+    let mut questions: Vec<(&str, &[Message])> = conversation
         .iter()
-        .filter(|m| m.role == Role::User)
-        .map(|m| m.content.as_str())
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+        .map(|(at, m)| (m.content.as_str(), &conversation[..=at]))
         .collect();
     // The conversation ends with this question.
     questions.pop();
-    let before = questions.last().copied();
     let mut searched: Option<String> = None;
-    for asked in questions {
+    // The question before as it was meant: "And the next day?" twice is the day after the
+    // day after, asked as the first question asked it.
+    let mut before: Option<String> = None;
+    for (asked, up_to) in questions {
+        let leans = searched.is_some() && leans_on_earlier(asked);
         searched = Some(match searched {
-            Some(earlier) if leans_on_earlier(asked) => {
-                leaning(&moved_to(&earlier, asked, titles), asked)
-            }
+            Some(earlier) if leans => leaning(&moved_to(&earlier, asked, titles), asked),
             _ => asked.to_string(),
         });
+        before = Some(
+            before
+                .filter(|_| leans)
+                .and_then(|before| meant_instead(&before, asked, up_to, today, titles))
+                .unwrap_or_else(|| asked.to_string()),
+        );
     }
     match searched {
         Some(earlier) if leans_on_earlier(question) => {
@@ -122,10 +131,8 @@ pub(super) fn searched_for(
                     query.push_str(name);
                 }
             }
-            let meant = before.and_then(|before| {
-                in_place_of(before, question, titles)
-                    .or_else(|| on_another_day(before, question, conversation, today))
-            });
+            let meant = before
+                .and_then(|before| meant_instead(&before, question, conversation, today, titles));
             Searched {
                 query,
                 leans: true,
@@ -138,6 +145,20 @@ pub(super) fn searched_for(
             meant: None,
         },
     }
+}
+
+/// The question `before` asked again of the note or day `question` names instead
+/// ([`in_place_of`], [`on_another_day`]; `conversation` ends with `question`), if it only
+/// names one.
+fn meant_instead(
+    before: &str,
+    question: &str,
+    conversation: &[Message],
+    today: NaiveDate,
+    titles: &mut dyn FnMut(&str) -> Vec<String>,
+) -> Option<String> {
+    in_place_of(before, question, titles)
+        .or_else(|| on_another_day(before, question, conversation, today))
 }
 
 /// Words a follow-up may say besides the note it names and still ask only what the question

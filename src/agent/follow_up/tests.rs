@@ -191,6 +191,27 @@ fn a_follow_up_naming_another_note_is_searched_without_the_earlier_ones_name() {
     );
     // A follow-up asking more than which note is asked as typed.
     assert_eq!(searched.meant, None);
+    // A chain of notes named alone asks the first question of the last one named.
+    let mut chain = vec![
+        Message::user(first),
+        Message::assistant("14.99 [1]."),
+        Message::user("And Terraria?"),
+        Message::assistant("9.99 [1]."),
+        Message::user("And Stardew Valley?"),
+    ];
+    let meant = |chain: &[Message], titles: &mut dyn FnMut(&str) -> Vec<String>| {
+        let question = chain.last().map_or("", |m| m.content.as_str()).to_string();
+        searched_for(&question, chain, TODAY, titles).meant
+    };
+    assert_eq!(
+        meant(&chain, &mut titles).as_deref(),
+        Some("How much did Stardew Valley cost?")
+    );
+    // Once a follow-up asked something else, the one after it leans on that.
+    chain[4] = Message::user("Is it on sale?");
+    chain.push(Message::assistant("Yes [1]."));
+    chain.push(Message::user("And Terraria?"));
+    assert_eq!(meant(&chain, &mut titles), None);
     let palette = "What's the keyboard shortcut for the Command Palette on Windows?";
     let switcher = "What about for the quick switcher?";
     assert_eq!(
@@ -280,6 +301,20 @@ fn a_follow_up_naming_only_another_day_asks_the_question_before_of_that_day() {
     assert_eq!(
         asked("What did I eat on 3 March?", "And the next day?").as_deref(),
         Some("What did I eat on 4 March?")
+    );
+    // A chain is asked of the day after the day after, as the first question asked it.
+    let conversation = [
+        Message::user(bed),
+        Message::assistant("At 23:16 [1]."),
+        Message::user("And the next day?"),
+        Message::assistant("At 22:42 [1]."),
+        Message::user("And the next day?"),
+    ];
+    assert_eq!(
+        searched_for("And the next day?", &conversation, TODAY, &mut no_titles)
+            .meant
+            .as_deref(),
+        Some("What time did I go to bed on 22 January 2022?")
     );
     // Asking more than which day, or after a day not written as a date: asked as typed.
     assert_eq!(asked(bed, "And what did I eat the night before?"), None);
