@@ -121,6 +121,7 @@ impl FigureLine {
     /// terms with the question. `None` when the answer gives no figure, or none stands in a
     /// line (it came from the conversation, or several lines together).
     pub(super) fn find(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+        let cited = cited_numbers(answer);
         let answer = without_marks(answer);
         let asked = KnownFacts::new([question]);
         let mut figures: Vec<(usize, String)> = KnownFacts::new([])
@@ -145,7 +146,7 @@ impl FigureLine {
                 .unsupported(&figure, false)
                 .is_empty()
         };
-        let found = best_line(question, &answer, sources, |label, heading, line| {
+        let found = best_line(question, &cited, sources, |label, heading, line| {
             holds(&[label, heading, line]).then(|| holds(&[line]))
         })?;
         let claim = claim_about(question, &answer, &figure);
@@ -177,6 +178,7 @@ impl FigureLine {
         answer: &str,
         sources: &[Source],
     ) -> Option<FigureLine> {
+        let cited = cited_numbers(answer);
         let answer = without_marks(answer);
         let question_lower = question.to_lowercase();
         let mut names: Vec<String> = names_in(&answer)
@@ -193,7 +195,7 @@ impl FigureLine {
         let name = names
             .into_iter()
             .find(|name| lines.iter().any(|line| line.contains(name.as_str())))?;
-        let found = best_line(question, &answer, sources, |_, _, line| {
+        let found = best_line(question, &cited, sources, |_, _, line| {
             line.to_lowercase().contains(&name).then_some(true)
         })?;
         let at = answer.to_lowercase().find(&name)?;
@@ -231,17 +233,16 @@ impl FigureLine {
     }
 }
 
-/// The line of `sources` that `holds` the checked fact, best first: in a source `answer`
-/// cites, then holding it in the line itself (`holds` says `Some(true)`; `Some(false)`:
+/// The line of `sources` that `holds` the checked fact, best first: in a source the answer
+/// cites (`cited`: its citation marks, read before they are taken out of its text), then holding it in the line itself (`holds` says `Some(true)`; `Some(false)`:
 /// through its note's title or heading), then sharing most search terms with `question`;
 /// the first of a tie. Its figure and claim are left to the caller.
 fn best_line(
     question: &str,
-    answer: &str,
+    cited: &BTreeSet<usize>,
     sources: &[Source],
     holds: impl Fn(&str, &str, &str) -> Option<bool>,
 ) -> Option<FigureLine> {
-    let cited: BTreeSet<usize> = cited_numbers(answer).into_iter().collect();
     let mut tokenizer = Tokenizer::default();
     let terms: BTreeSet<String> = tokenizer.query_terms(question).into_iter().collect();
     let mut best: Option<((bool, bool, usize), FigureLine)> = None;

@@ -49,6 +49,32 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     assert_eq!(found.shown(), "- phone: 06 4410 2287");
     assert_eq!(found.claim, "It is 06 4410 2287.");
 
+    // Of two lines holding the figure, the one in the source the answer cites is read: the
+    // day's line and the project's own figures both hold 1046.
+    let sources = [
+        source(1, "2024-10-19", "- 公众号 关注 破 1000 了！现在 1046 🎉"),
+        source(
+            2,
+            "几何小屋公众号",
+            "## 数据\n- 关注数:: 312 （5月6号）\n- 关注数:: 1046 （10月19号）",
+        ),
+    ];
+    let found = FigureLine::find(
+        "公众号现在有多少人关注了？",
+        "公众号现在有1046人关注了。[2]",
+        &sources,
+    )
+    .expect("a figure in a line");
+    assert_eq!(found.place, "几何小屋公众号 › 数据");
+    assert_eq!(found.line, "- 关注数:: 1046 （10月19号）");
+    let found = FigureLine::find(
+        "公众号现在有多少人关注了？",
+        "公众号现在有1046人关注了。[1]",
+        &sources,
+    )
+    .expect("a figure in a line");
+    assert_eq!(found.place, "2024-10-19");
+
     // The line before says what a figure of its own is about; a heading starts afresh.
     let day = source(
         3,
