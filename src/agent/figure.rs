@@ -234,9 +234,10 @@ impl FigureLine {
 }
 
 /// The line of `sources` that `holds` the checked fact, best first: in a source the answer
-/// cites (`cited`: its citation marks, read before they are taken out of its text), then holding it in the line itself (`holds` says `Some(true)`; `Some(false)`:
-/// through its note's title or heading), then sharing most search terms with `question`;
-/// the first of a tie. Its figure and claim are left to the caller.
+/// cites (`cited`: its citation marks, read before they are taken out of its text), then
+/// holding it in the line itself (`holds` says `Some(true)`; `Some(false)`: through its
+/// note's title or heading), then sharing most search terms with `question`; the first of a
+/// tie. Its figure and claim are left to the caller.
 fn best_line(
     question: &str,
     cited: &BTreeSet<usize>,
