@@ -529,11 +529,35 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     let dali = [source(
         1,
         "大理旅行",
-        "## 交通\n- 去：8月5日 武汉天河 → 大理，东航 MU5811，07:55起飞\n- 回：8月11日 从大理回武汉，中午的航班",
+        "## 交通\n- 去：8月5日 武汉天河 → 大理，东航 MU5811，07:55起飞\n- 回：8月11日 大理 → 武汉，中午的航班",
     )];
+    // The question writes the other record's label (回), not this one's (去).
     let back = FigureLine::find_name("从大理回武汉坐的哪趟航班？", "坐的是MU5811。[1]", &dali)
         .expect("a name in a line");
     assert_eq!(back.no_answer, other_item);
+    let there = FigureLine::find_name("去大理坐的哪个航班？", "坐的是MU5811。[1]", &dali)
+        .expect("a name in a line");
+    assert_eq!(there.no_answer, None);
+    // A row's first cell is its label: the brand in the cabinets' row is not the sink's.
+    let kitchen = [source(
+        1,
+        "厨房翻新",
+        "## 预算 vs 实际\n| 项目 | 预算 | 实际 | 备注 |\n|---|---|---|---|\n| 橱柜（欧派） | ¥12,000 | ¥12,800 | 加了一个转角拉篮 |\n| 水槽+龙头 | ¥1,000 | ¥860 | |",
+    )];
+    let sink = FigureLine::find_name("厨房水槽是什么牌子的", "厨房水槽是欧派的。[1]", &kitchen)
+        .expect("a name in a line");
+    assert_eq!(sink.no_answer, other_item);
+    let cabinets = FigureLine::find_name("橱柜是什么牌子的", "橱柜是欧派的。[1]", &kitchen)
+        .expect("a name in a line");
+    assert_eq!(cabinets.no_answer, None);
+    // A label naming what the note's title names is no more asked than any other row: the
+    // plumber's quote stands beside `| Hallam Bathrooms |` (above).
+    assert_eq!(
+        record_label("| Hallam Bathrooms | full job | £6,200 |"),
+        Some("Hallam Bathrooms")
+    );
+    assert_eq!(record_label("- **回**：中午的航班"), Some("回"));
+    assert_eq!(record_label("|  | £6,200 |"), None);
     // A line of its own, no list: nothing to compare.
     let alone = [source(1, "Budget", "The sink cost ¥860 in the end.")];
     let sink = FigureLine::find("how much was the kitchen sink", "¥860 [1]", &alone)
