@@ -189,6 +189,11 @@ pub struct AnswerLines {
     /// Instead of an answer that stated facts found in no source (`{}`: those facts): it
     /// holds the sentence of [`NOTES_LACK_IT`] for the language.
     pub made_up: &'static str,
+    /// Instead of an answer that stated facts no source holds but the question gives (`{}`:
+    /// those facts): the sources found are not about what the question names ("the friend
+    /// who ran 18 km with me"), which is a truer reason than that no note gives "18". It
+    /// holds the sentence of [`NOTES_LACK_IT`] for the language.
+    pub asked_not_found: &'static str,
     /// Instead of an answer whose figure stands in the notes, but in a line about something
     /// else (`{}`: the figure): it holds the sentence of [`NOTES_LACK_IT`] for the language.
     pub not_the_answer: &'static str,
@@ -207,6 +212,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "No note matched the question.",
             notes_lack_it: "The notes do not say.",
             made_up: "The notes do not say: none of them gives {}.",
+            asked_not_found: "The notes do not say: none of the passages found mentions the {} of your question.",
             not_the_answer: "The notes do not say: the {} they hold is about something else.",
             rest_of_list: "Also in that list {}:",
         },
@@ -218,6 +224,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "没有与问题相符的笔记。",
             notes_lack_it: "笔记中没有说明。",
             made_up: "笔记中没有说明：没有笔记给出 {}。",
+            asked_not_found: "笔记中没有说明：找到的段落都没有提到问题中的 {}。",
             not_the_answer: "笔记中没有说明：笔记中的 {} 说的是别的事。",
             rest_of_list: "该列表 {} 中还有：",
         },
@@ -229,6 +236,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "質問に合うノートはありませんでした。",
             notes_lack_it: "ノートには書かれていません。",
             made_up: "ノートには書かれていません：{} を示すノートはありません。",
+            asked_not_found: "ノートには書かれていません：見つかった箇所には質問の {} が出てきません。",
             not_the_answer: "ノートには書かれていません：ノートにある {} は別のことです。",
             rest_of_list: "そのリスト {} には他に：",
         },
@@ -240,6 +248,7 @@ pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
             no_note: "질문과 일치하는 노트가 없습니다.",
             notes_lack_it: "노트에 나와 있지 않습니다.",
             made_up: "노트에 나와 있지 않습니다: {}을(를) 알려 주는 노트가 없습니다.",
+            asked_not_found: "노트에 나와 있지 않습니다: 찾은 구절 중 질문의 {}을(를) 언급하는 것이 없습니다.",
             not_the_answer: "노트에 나와 있지 않습니다: 노트의 {}은(는) 다른 내용입니다.",
             rest_of_list: "그 목록 {}에는 또:",
         },
@@ -258,6 +267,19 @@ mod tests {
                 NOTES_LACK_IT.iter().any(|p| sentence.starts_with(p)),
                 "{sentence}"
             );
+        }
+        // And every line that withdraws an answer, in every language.
+        for language in [
+            None,
+            Some(Language::Chinese),
+            Some(Language::Japanese),
+            Some(Language::Korean),
+        ] {
+            let lines = answer_lines(language);
+            for line in [lines.made_up, lines.asked_not_found, lines.not_the_answer] {
+                let said = line.replace("{}", "18");
+                assert!(says_notes_lack_it(&said), "{said}");
+            }
         }
     }
 

@@ -25,7 +25,7 @@ use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
 use crate::facts::KnownFacts;
 use crate::grammar::ANSWER_GBNF;
-use crate::language::{Language, answer_lines, says_notes_lack_it};
+use crate::language::{AnswerLines, Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
@@ -147,9 +147,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             // Facts from nowhere: not shown as an answer. The notes do not say; the turn may
             // look further, as after any answer that says so.
             tracing::debug!("the answer states what no source holds: {made_up:?}");
-            let said = answer_lines(language)
-                .made_up
-                .replace("{}", &made_up.join(", "));
+            let said = made_up_reason(question, &made_up, answer_lines(language));
             return Ok(withdrawn(&shown, &said, completion, None, on_text));
         }
         // An answer about a day no note is dated on stands only on a source naming that day;
@@ -422,6 +420,22 @@ fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownF
     known
 }
 
+/// Why an answer stating `made_up` (facts no source holds) is withdrawn: the facts it made
+/// up, leaving out those `question` gives; when it gave only those, that the sources found do
+/// not mention them ([`AnswerLines::asked_not_found`]).
+fn made_up_reason(question: &str, made_up: &[String], lines: &AnswerLines) -> String {
+    let asked = KnownFacts::new([question]);
+    let (given, invented): (Vec<&String>, Vec<&String>) = made_up
+        .iter()
+        .partition(|fact| asked.unsupported(fact, false).is_empty());
+    let (line, facts) = match invented.is_empty() {
+        true => (lines.asked_not_found, given),
+        false => (lines.made_up, invented),
+    };
+    let facts: Vec<&str> = facts.iter().map(|fact| fact.as_str()).collect();
+    line.replace("{}", &facts.join(", "))
+}
+
 /// An answer withdrawn after `shown` reached the user: `said` (that the notes do not say,
 /// and why) follows what they read, and the turn may look further.
 fn withdrawn(
@@ -557,6 +571,35 @@ mod tests {
         assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
         let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
         assert!(!is_looping(prose));
+    }
+
+    #[test]
+    fn a_made_up_answer_is_withdrawn_naming_what_it_made_up() {
+        let english = answer_lines(None);
+        // A fact the question gives, found in no source: the sources are not about it.
+        let asked = made_up_reason(
+            "Which friend ran 18 km with me, and what is his best half marathon?",
+            &["18".to_string()],
+            english,
+        );
+        assert_eq!(
+            asked,
+            "The notes do not say: none of the passages found mentions the 18 of your question."
+        );
+        assert!(says_notes_lack_it(&asked));
+        // Facts from nowhere are named, and the question's own left out.
+        let invented = made_up_reason(
+            "What did I pay for the 18 km race?",
+            &["18".to_string(), "€45".to_string()],
+            english,
+        );
+        assert_eq!(invented, "The notes do not say: none of them gives €45.");
+        let chinese = made_up_reason(
+            "汉马前陪我跑18公里的那个朋友，半马最好成绩是多少",
+            &["18".to_string()],
+            answer_lines(Some(Language::Chinese)),
+        );
+        assert_eq!(chinese, "笔记中没有说明：找到的段落都没有提到问题中的 18。");
     }
 
     #[test]
