@@ -237,7 +237,8 @@ pub struct SearchHit {
     /// ([`crate::excerpt`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
-    /// Relevance (higher is better).
+    /// Relevance, higher is better: fused, 0..1 (by words only, BM25F unscaled); a note whose
+    /// title or alias is the query adds 2.
     pub score: f64,
     /// `obsidian://open` link to the note at the passage's heading.
     pub link: String,
@@ -283,7 +284,7 @@ pub enum Ranking {
     /// BM25F over titles, aliases, headings, tags and text.
     #[default]
     Lexical,
-    /// BM25F and embedding similarity, fused by reciprocal rank.
+    /// BM25F and embedding similarity, fused by their scores, each scaled to 0..1.
     Hybrid,
 }
 

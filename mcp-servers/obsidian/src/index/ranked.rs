@@ -1,4 +1,4 @@
-//! Ranked search over the index: words alone, or words and meaning fused by reciprocal rank,
+//! Ranked search over the index: words alone, or words and meaning fused by their scores,
 //! kept to a [`NoteFilter`], each hit with the passages that best match the query.
 
 use std::collections::{HashMap, HashSet};
@@ -13,18 +13,34 @@ use crate::search::{self, Tokenizer};
 use crate::tags;
 use crate::vectors::NoteMatch;
 
-/// How far down each ranking reciprocal-rank fusion looks.
+/// How far down each ranking fusion looks.
 const FUSION_DEPTH: usize = 100;
-/// Reciprocal-rank fusion's constant (the usual 60): how slowly a lower rank loses weight.
-const RRF_K: f32 = 60.0;
+/// The share of a fused score that comes from meaning; words give the rest. Each ranking's
+/// scores are scaled to 0..1 over the notes it ranks (BM25F by the best; similarity from the
+/// lowest kept to the best), so each says how far ahead its best notes are, which ranks
+/// alone do not: with reciprocal-rank fusion (k = 60) a person's note that only words found,
+/// far ahead of the rest, tied a note that meaning liked a little. Measured on the tuning
+/// sets (help 43 and 60, four personal vaults; all-MiniLM or multilingual-e5-small): hit@1
+/// 220 → 233 of 346 with 0.55, over 0.3–0.7 tried (docs/benches.md, "Retrieval").
+const MEANING_WEIGHT: f32 = 0.55;
 /// Cosine similarity below which a note is not taken as related by meaning at all, so a query
 /// about nothing in the vault does not return whatever is least unrelated. With
 /// all-MiniLM-L6-v2 a short question and the long passage answering it can score as low as
 /// 0.16 (the sample vault's office-hours question), while unrelated notes score near 0.
 const MIN_SIMILARITY: f32 = 0.1;
 
-fn rrf(rank: usize) -> f32 {
-    1.0 / (RRF_K + rank as f32 + 1.0)
+/// What a note whose title or alias is the query adds to its fused score: more than any
+/// fused score (at most 1), so exact names win.
+const EXACT_NAME: f32 = 2.0;
+
+/// `score` scaled to 0..1 between `low` and `high`; 1 when the two are one (a ranking of one
+/// note).
+fn scaled(score: f32, low: f32, high: f32) -> f32 {
+    if high - low <= f32::EPSILON {
+        1.0
+    } else {
+        ((score - low) / (high - low)).clamp(0.0, 1.0)
+    }
 }
 
 /// One note's standing in the fused ranking.
@@ -116,9 +132,9 @@ impl VaultIndex {
     ///
     /// Lexical (BM25F over titles, aliases, headings, tags and text) alone, or, given
     /// `semantic` (every note's best passage by cosine similarity to the query, best first,
-    /// from [`crate::vectors::VectorStore::rank`]), both rankings fused by reciprocal rank: a
-    /// note found by meaning but sharing no word with the query still comes up, and one both
-    /// rankings like comes first. A note whose title or alias is the query goes first either
+    /// from [`crate::vectors::VectorStore::rank`]), both rankings fused by their scaled scores
+    /// ([`MEANING_WEIGHT`]): a note found by meaning but sharing no word with the query still
+    /// comes up, and one both rankings like comes first. A note whose title or alias is the query goes first either
     /// way, so exact names still win.
     pub fn search(
         &self,
@@ -176,27 +192,32 @@ impl VaultIndex {
             return hits;
         };
 
-        // Reciprocal-rank fusion over the head of each ranking.
+        // Score fusion over the head of each ranking, each scaled to 0..1.
         let mut fused: HashMap<u32, Fused> = HashMap::new();
+        let best_words = lexical.first().map_or(0.0, |s| s.score);
         for (rank, s) in lexical.iter().take(FUSION_DEPTH).enumerate() {
             let f = fused.entry(s.doc).or_default();
-            f.score += rrf(rank);
+            f.score += (1.0 - MEANING_WEIGHT) * scaled(s.score, 0.0, best_words);
             f.lexical = Some(rank);
         }
-        let by_meaning = semantic
+        let by_meaning: Vec<(u32, &NoteMatch)> = semantic
             .iter()
             .filter(|m| m.score >= MIN_SIMILARITY)
             .filter_map(|m| Some((self.id_of(&m.rel)?, m)))
-            .filter(|(id, _)| self.get(*id).is_some_and(keep));
-        for (rank, (id, m)) in by_meaning.take(FUSION_DEPTH).enumerate() {
+            .filter(|(id, _)| self.get(*id).is_some_and(keep))
+            .take(FUSION_DEPTH)
+            .collect();
+        let best_meaning = by_meaning.first().map_or(0.0, |(_, m)| m.score);
+        let least_meaning = by_meaning.last().map_or(0.0, |(_, m)| m.score);
+        for (rank, (id, m)) in by_meaning.into_iter().enumerate() {
             let f = fused.entry(id).or_default();
-            f.score += rrf(rank);
+            f.score += MEANING_WEIGHT * scaled(m.score, least_meaning, best_meaning);
             f.semantic = Some((rank, m));
         }
         let mut ranked: Vec<(u32, Fused)> = fused.into_iter().collect();
         for (id, f) in &mut ranked {
             if is_exact(*id) {
-                f.score += 1.0;
+                f.score += EXACT_NAME;
             }
         }
         ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
