@@ -14,18 +14,19 @@ use std::ops::ControlFlow;
 
 use obsidian_kb::dates::Period;
 
+use self::known::{known_facts, made_up_reason};
 use super::asks::{asks_a_figure, asks_a_name};
 use super::cite::{OpeningSources, unattributed};
 use super::figure::{Check, FigureLine};
 use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::retrieve::names_day;
-use super::subject::Subject;
+
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
-use crate::facts::KnownFacts;
+
 use crate::grammar::ANSWER_GBNF;
-use crate::language::{AnswerLines, Language, answer_lines, says_notes_lack_it};
+use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
@@ -369,73 +370,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     }
 }
 
-/// What the model was given to answer from, read for its facts: every message of the answer
-/// prompt but those asking the question, as asked or restated (earlier turns' questions,
-/// results and answers: a follow-up may take its figure from them), and every source's label,
-/// the text it was shown and the whole passage (a fact in the part it was not shown is still
-/// no invention of its own).
-///
-/// The question's own facts are not known for being asked (its names are, and so are the
-/// folders a source sits in): an answer restating "3 March
-/// 2022" or "project_11" about a source that holds neither answers about another day or
-/// another project ("5 situps on 3 March 2022 [1]" from the note of 24 January). Nor are the
-/// numbers of folder names ("10 Example Data"): "rated 10 out of 10" stood on one.
-///
-/// A question asking a date, an amount, an email address or a phone number about someone it
-/// names ([`Subject`]) knows only what the sources say of them: a fact about somebody else
-/// ("February 14, 2025", the day another person had her birthday) is no answer about them.
-fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked) -> KnownFacts {
-    let question = asked.meant().trim();
-    let asking = |m: &Message| {
-        m.role == Role::User
-            && (m.content.contains(question) || m.content.contains(asked.question.trim()))
-    };
-    let subject = Subject::of(question, sources.list(), &asked.named);
-    let given: Vec<String> = messages
-        .iter()
-        .filter(|m| !asking(m))
-        .map(|m| {
-            let text = sources.list().iter().fold(m.content.clone(), |text, s| {
-                text.replace(&s.breadcrumb(Language::of(question)), &s.label())
-            });
-            match &subject {
-                Some(subject) if m.role == Role::Ipython => subject.about_results(&text),
-                _ => text,
-            }
-        })
-        .collect();
-    let texts: Vec<String> = sources
-        .list()
-        .iter()
-        .flat_map(|s| match &subject {
-            Some(subject) => vec![subject.about(&s.label(), &format!("{}\n{}", s.text, s.passage))],
-            None => vec![s.label(), s.text.clone(), s.passage.clone()],
-        })
-        .collect();
-    let mut known = KnownFacts::new(given.iter().chain(&texts).map(String::as_str));
-    known.know_question(question);
-    for source in sources.list() {
-        known.know_names_in(&source.uri);
-    }
-    known
-}
-
-/// Why an answer stating `made_up` (facts no source holds) is withdrawn: the facts it made
-/// up, leaving out those `question` gives; when it gave only those, that the sources found do
-/// not mention them ([`AnswerLines::asked_not_found`]).
-fn made_up_reason(question: &str, made_up: &[String], lines: &AnswerLines) -> String {
-    let asked = KnownFacts::new([question]);
-    let (given, invented): (Vec<&String>, Vec<&String>) = made_up
-        .iter()
-        .partition(|fact| asked.unsupported(fact, false).is_empty());
-    let (line, facts) = match invented.is_empty() {
-        true => (lines.asked_not_found, given),
-        false => (lines.made_up, invented),
-    };
-    let facts: Vec<&str> = facts.iter().map(|fact| fact.as_str()).collect();
-    line.replace("{}", &facts.join(", "))
-}
-
 /// An answer withdrawn after `shown` reached the user: `said` (that the notes do not say,
 /// and why) follows what they read, and the turn may look further.
 fn withdrawn(
@@ -558,6 +492,8 @@ pub(super) fn quote_sources(sources: &Sources, language: Option<Language>) -> St
     text
 }
 
+mod known;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,35 +507,6 @@ mod tests {
         assert!(!is_looping(&" ".repeat(200)), "whitespace is not a phrase");
         let prose = "Mitosis has four stages. Meiosis has two divisions and yields four cells.";
         assert!(!is_looping(prose));
-    }
-
-    #[test]
-    fn a_made_up_answer_is_withdrawn_naming_what_it_made_up() {
-        let english = answer_lines(None);
-        // A fact the question gives, found in no source: the sources are not about it.
-        let asked = made_up_reason(
-            "Which friend ran 18 km with me, and what is his best half marathon?",
-            &["18".to_string()],
-            english,
-        );
-        assert_eq!(
-            asked,
-            "The notes do not say: none of the passages found mentions the 18 of your question."
-        );
-        assert!(says_notes_lack_it(&asked));
-        // Facts from nowhere are named, and the question's own left out.
-        let invented = made_up_reason(
-            "What did I pay for the 18 km race?",
-            &["18".to_string(), "€45".to_string()],
-            english,
-        );
-        assert_eq!(invented, "The notes do not say: none of them gives €45.");
-        let chinese = made_up_reason(
-            "汉马前陪我跑18公里的那个朋友，半马最好成绩是多少",
-            &["18".to_string()],
-            answer_lines(Some(Language::Chinese)),
-        );
-        assert_eq!(chinese, "笔记中没有说明：找到的段落都没有提到问题中的 18。");
     }
 
     #[test]

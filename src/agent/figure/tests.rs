@@ -1,5 +1,6 @@
 //! Tests of the figure and name check's pure parts: which questions it reads, which line.
 
+use super::records::record_label;
 use super::*;
 
 fn source(number: usize, title: &str, passage: &str) -> Source {
