@@ -44,11 +44,11 @@ pub(super) fn another_record_is_asked(question: &str, line: &str, sources: &[Sou
             .collect()
     };
     for source in sources {
-        let place = Place::of(&mut tokenizer, source);
         for items in item_runs(&source.passage) {
             if !items.iter().any(|item| item.trim() == line) {
                 continue;
             }
+            let place = Place::of(&mut tokenizer, source);
             let own = named(&mut tokenizer, line);
             let own_label_asked = label_is_asked(&mut tokenizer, question, &asked, &place, line);
             for item in items.iter().filter(|item| is_record(item)) {

@@ -134,8 +134,8 @@ impl VaultIndex {
     /// `semantic` (every note's best passage by cosine similarity to the query, best first,
     /// from [`crate::vectors::VectorStore::rank`]), both rankings fused by their scaled scores
     /// ([`MEANING_WEIGHT`]): a note found by meaning but sharing no word with the query still
-    /// comes up, and one both rankings like comes first. A note whose title or alias is the query goes first either
-    /// way, so exact names still win.
+    /// comes up, and one both rankings like comes first. A note whose title or alias is the
+    /// query goes first either way, so exact names still win.
     pub fn search(
         &self,
         query: &str,
