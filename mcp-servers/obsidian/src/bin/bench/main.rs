@@ -33,7 +33,11 @@
 //!   which of its passages (in the order `search_notes` gives them) holds a keyword. With
 //!   `--excerpt`, each set of bounds (by rank, `;` between sets) gives the keyword shown when
 //!   each note's first passage is cut to its bound ([`obsidian_kb::excerpt`]), by words alone
-//!   and by words and meaning, and the median characters of passage text shown.
+//!   and by words and meaning, and the median characters of passage text shown. Last, how
+//!   close the runner-ups come to the first hit, as served: at each share of its score (0.5
+//!   to 0.95), the hits scoring that close, the questions with one, and for how many of those
+//!   whose gold note ranks below the first it is among them (or is the second hit): what a
+//!   rule reading close runner-ups at length would read more, and reach.
 //! - `obsidian-kb-bench first-hour VAULT --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]`:
 //!   the real server over stdio on an empty vector cache, as a person's first session finds
 //!   it: at 0%, 25%, 50%, 75% and 100% of the embedding, every question of the QA file is

@@ -125,6 +125,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
         normalise(&text)
     };
     let mut shown_keyword = 0;
+    let mut runner_ups = RunnerUps::default();
     let mut query_times = Vec::new();
     for (q, gold, keywords) in &questions {
         let lexical = idx.search(q, k, passages, &Default::default(), None);
@@ -156,6 +157,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 served
             }
         };
+        runner_ups.add(&final_hits, gold_rank(&rels(&final_hits), gold));
         if !excerpt_rows.is_empty() {
             let heads: Vec<String> = final_hits
                 .iter()
@@ -247,6 +249,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
     for row in &excerpt_rows {
         row.print();
     }
+    runner_ups.print();
     if !query_times.is_empty() {
         query_times.sort();
         println!(
@@ -321,5 +324,65 @@ impl ExcerptRow {
             median(&self.chars[1]),
             n = self.questions,
         );
+    }
+}
+
+/// How close the hits after the first come to it, as served: what a rule showing a close
+/// runner-up as fully as the first would read more, and how often the gold note it would
+/// reach is one the first hit is not.
+#[derive(Default)]
+struct RunnerUps {
+    /// Per question: each later hit's score as a share of the first's, and the gold note's
+    /// rank (0-based) when found.
+    questions: Vec<(Vec<f32>, Option<usize>)>,
+}
+
+impl RunnerUps {
+    /// Shares of the first hit's score a runner-up is weighed at.
+    const SHARES: [f32; 6] = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95];
+
+    fn add(&mut self, hits: &[obsidian_kb::index::Hit], gold: Option<usize>) {
+        let Some(first) = hits.first().map(|h| h.score).filter(|s| *s > 0.0) else {
+            return;
+        };
+        let shares = hits[1..].iter().map(|h| h.score / first).collect();
+        self.questions.push((shares, gold));
+    }
+
+    fn print(&self) {
+        let below: Vec<usize> = self
+            .questions
+            .iter()
+            .filter_map(|(_, gold)| gold.filter(|r| *r > 0))
+            .collect();
+        if self.questions.is_empty() {
+            return;
+        }
+        println!(
+            "runner-ups (score as a share of the first's), {} questions, gold below the first for {}:",
+            self.questions.len(),
+            below.len()
+        );
+        for share in Self::SHARES {
+            let close = |shares: &[f32]| shares.iter().filter(|s| **s >= share).count();
+            let hits: usize = self.questions.iter().map(|(s, _)| close(s)).sum();
+            let asked = self.questions.iter().filter(|(s, _)| close(s) > 0).count();
+            let reached = self
+                .questions
+                .iter()
+                .filter(|(s, gold)| matches!(gold, Some(r) if *r > 0 && s[r - 1] >= share))
+                .count();
+            // The second hit alone, weighed the same way.
+            let second = self
+                .questions
+                .iter()
+                .filter(|(s, _)| s.first() >= Some(&share));
+            let second_reached = second.clone().filter(|(_, gold)| *gold == Some(1)).count();
+            println!(
+                "  at {share:.2}: {hits} runner-ups in {asked} questions, gold below the first among them {reached}/{}; the second alone: {} questions, gold {second_reached}",
+                below.len(),
+                second.count()
+            );
+        }
     }
 }
