@@ -350,38 +350,35 @@ impl RunnerUps {
     }
 
     fn print(&self) {
-        let below: Vec<usize> = self
-            .questions
-            .iter()
-            .filter_map(|(_, gold)| gold.filter(|r| *r > 0))
-            .collect();
         if self.questions.is_empty() {
             return;
         }
+        let below = self
+            .questions
+            .iter()
+            .filter(|(_, gold)| matches!(gold, Some(r) if *r > 0))
+            .count();
         println!(
-            "runner-ups (score as a share of the first's), {} questions, gold below the first for {}:",
+            "runner-ups (score as a share of the first's), {} questions, gold below the first for {below}:",
             self.questions.len(),
-            below.len()
         );
         for share in Self::SHARES {
             let close = |shares: &[f32]| shares.iter().filter(|s| **s >= share).count();
             let hits: usize = self.questions.iter().map(|(s, _)| close(s)).sum();
+            // Hits come best first: a question with a close runner-up has a close second.
             let asked = self.questions.iter().filter(|(s, _)| close(s) > 0).count();
-            let reached = self
-                .questions
-                .iter()
-                .filter(|(s, gold)| matches!(gold, Some(r) if *r > 0 && s[r - 1] >= share))
-                .count();
-            // The second hit alone, weighed the same way.
-            let second = self
-                .questions
-                .iter()
-                .filter(|(s, _)| s.first() >= Some(&share));
-            let second_reached = second.clone().filter(|(_, gold)| *gold == Some(1)).count();
+            let reached = |within: usize| {
+                self.questions
+                    .iter()
+                    .filter(|(s, gold)| {
+                        matches!(gold, Some(r) if *r > 0 && *r <= within && s[r - 1] >= share)
+                    })
+                    .count()
+            };
             println!(
-                "  at {share:.2}: {hits} runner-ups in {asked} questions, gold below the first among them {reached}/{}; the second alone: {} questions, gold {second_reached}",
-                below.len(),
-                second.count()
+                "  at {share:.2}: {hits} runner-ups in {asked} questions, gold below the first among them {}/{below}; as the second hit {}",
+                reached(usize::MAX),
+                reached(1)
             );
         }
     }
