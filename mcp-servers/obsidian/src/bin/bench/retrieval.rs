@@ -365,7 +365,6 @@ impl RunnerUps {
         for share in Self::SHARES {
             let close = |shares: &[f32]| shares.iter().filter(|s| **s >= share).count();
             let hits: usize = self.questions.iter().map(|(s, _)| close(s)).sum();
-            // Hits come best first: a question with a close runner-up has a close second.
             let asked = self.questions.iter().filter(|(s, _)| close(s) > 0).count();
             let reached = |within: usize| {
                 self.questions
