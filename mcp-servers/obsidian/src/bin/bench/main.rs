@@ -18,7 +18,7 @@
 //!   `initialize` reply (search by words is ready) and the moment its status resource says
 //!   search is hybrid; then one `search_notes` at a time over stdio (p50/p99, query embedding
 //!   included) and the server's peak RSS.
-//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]]`:
+//! - `obsidian-kb-bench retrieval VAULT --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]] [--dump FILE]`:
 //!   embeds the vault (timing it), then for each question of a QA file (`question` and `gold`
 //!   vault paths, as in `benches/qa/`) reports whether a gold note is first and whether it is
 //!   in the top K (default 5), by words alone, by meaning alone, fused, and as served (fused
@@ -37,7 +37,9 @@
 //!   close the runner-ups come to the first hit, as served: at each share of its score (0.5
 //!   to 0.95), the hits scoring that close, the questions with one, and for how many of those
 //!   whose gold note ranks below the first it is among them (or is the second hit): what a
-//!   rule reading close runner-ups at length would read more, and reach.
+//!   rule reading close runner-ups at length would read more, and reach. `--dump` writes each
+//!   question's hits as served (path, title, score, passages) as JSON lines, for a reader of
+//!   (question, passage) pairs to be measured on outside this binary.
 //! - `obsidian-kb-bench first-hour VAULT --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]`:
 //!   the real server over stdio on an empty vector cache, as a person's first session finds
 //!   it: at 0%, 25%, 50%, 75% and 100% of the embedding, every question of the QA file is
@@ -115,7 +117,7 @@ const USAGE: &str = "usage: obsidian-kb-bench VAULT_DIR
        obsidian-kb-bench startup VAULT_DIR [--server BIN] [--runs N]
        obsidian-kb-bench hybrid VAULT_DIR --embedding-model GGUF [--server BIN] [--threads N] [--cache-dir DIR]
        obsidian-kb-bench first-hour VAULT_DIR --qa FILE.jsonl --embedding-model GGUF [--server BIN] [--k K]
-       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]]";
+       obsidian-kb-bench retrieval VAULT_DIR --qa FILE.jsonl [--embedding-model GGUF] [--threads N] [--cache-dir DIR] [--k K] [--passages P[,P…]] [--excerpt B[,B…][;B…]] [--dump FILE]";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -124,6 +124,9 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
         }
         normalise(&text)
     };
+    let mut dump = flag(args, "--dump")
+        .map(|path| std::fs::File::create(path).map(std::io::BufWriter::new))
+        .transpose()?;
     let mut shown_keyword = 0;
     let mut runner_ups = RunnerUps::default();
     let mut query_times = Vec::new();
@@ -158,6 +161,28 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
             }
         };
         runner_ups.add(&final_hits, gold_rank(&rels(&final_hits), gold));
+        if let Some(out) = &mut dump {
+            use std::io::Write;
+            let hits: Vec<Value> = final_hits
+                .iter()
+                .map(|h| {
+                    let entry = idx.get(h.id);
+                    serde_json::json!({
+                        "rel": entry.map_or("", |e| e.rel.as_str()),
+                        "title": entry.map_or("", |e| e.title.as_str()),
+                        "score": h.score,
+                        "passages": h.passages.iter().map(|p| serde_json::json!({
+                            "heading": p.heading_path,
+                            "text": p.text,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let line = serde_json::json!({
+                "question": q, "gold": gold, "keywords": keywords, "hits": hits,
+            });
+            writeln!(out, "{line}")?;
+        }
         if !excerpt_rows.is_empty() {
             let heads: Vec<String> = final_hits
                 .iter()
@@ -220,6 +245,9 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    if let Some(mut out) = dump {
+        std::io::Write::flush(&mut out)?;
     }
     for (name, ranks) in &table {
         if ranks.is_empty() {
