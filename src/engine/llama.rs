@@ -655,6 +655,66 @@ impl Session<'_> {
     }
 }
 
+/// How likely one text is after a prompt, token by token.
+impl Session<'_> {
+    /// The log-probability the model gives each token of `continuation` (tokenized on its
+    /// own, no special tokens) after `prompt`: how well the prompt predicts the text, as a
+    /// reader of (passage, question) pairs scores a passage by the question it predicts.
+    /// The continuation stays in the KV cache after the prompt; none is scored when
+    /// `request.cancel` stopped the reading.
+    pub fn continuation_logprobs(
+        &mut self,
+        prompt: &str,
+        continuation: &str,
+        request: &GenerateRequest,
+    ) -> Result<Vec<f32>, EngineError> {
+        if self.read_prompt(prompt, request)?.is_break() {
+            return Ok(Vec::new());
+        }
+        let vocab = self.engine.model.vocab();
+        let tokens = vocab.tokenize(continuation.as_bytes(), false, false);
+        if tokens.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if self.cached.len() + tokens.len() >= n_ctx {
+            return Err(EngineError::ContextOverflow {
+                prompt_tokens: self.cached.len() + tokens.len(),
+                n_ctx,
+            });
+        }
+        let log_prob = |logits: &[f32], token: LlamaToken| {
+            let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let sum: f32 = logits.iter().map(|l| (l - top).exp()).sum();
+            logits[token.0 as usize] - top - sum.ln()
+        };
+        let mut scores = vec![log_prob(
+            self.ctx.get_logits_ith(self.batch.n_tokens() - 1),
+            tokens[0],
+        )];
+        // Every token but the last is read with its logits, which predict the one after it.
+        let reading = &tokens[..tokens.len() - 1];
+        for (chunk_index, chunk) in reading.chunks(self.n_batch).enumerate() {
+            let start = self.cached.len();
+            self.batch.clear();
+            for (i, token) in chunk.iter().enumerate() {
+                self.batch
+                    .add(*token, (start + i) as i32, &[0], true)
+                    .map_err(|e| EngineError::Backend(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
+            self.cached.extend_from_slice(chunk);
+            for i in 0..chunk.len() {
+                let next = tokens[chunk_index * self.n_batch + i + 1];
+                scores.push(log_prob(self.ctx.get_logits_ith(i as i32), next));
+            }
+        }
+        Ok(scores)
+    }
+}
+
 /// Softmax of `logits`.
 fn softmax(logits: &[f32]) -> Vec<f32> {
     let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);

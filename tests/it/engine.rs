@@ -430,3 +430,41 @@ fn choosing_between_replies_agrees_with_greedy_generation() {
         );
     }
 }
+
+/// A continuation's log-probabilities, token by token: one per token, none above zero, the
+/// model's own greedy reply likelier than an unrelated text, and the same figures read again
+/// once the KV cache holds the first continuation.
+#[test]
+fn scores_a_continuation_token_by_token() {
+    let engine = load();
+    let mut session = engine.session(&session_options()).unwrap();
+    let prompt = chatml("What is the capital of France?");
+    let request = GenerateRequest::greedy(8);
+    let greedy = session
+        .generate(&prompt, &request, &mut ignore)
+        .unwrap()
+        .text;
+    assert!(!greedy.trim().is_empty());
+    let mean = |scores: &[f32]| scores.iter().sum::<f32>() / scores.len() as f32;
+    let own = session
+        .continuation_logprobs(&prompt, &greedy, &request)
+        .unwrap();
+    assert!(!own.is_empty());
+    assert!(own.iter().all(|s| s.is_finite() && *s <= 0.0), "{own:?}");
+    let unrelated = "Bananas are sold by weight in the harbour on Tuesdays.";
+    let other = session
+        .continuation_logprobs(&prompt, unrelated, &request)
+        .unwrap();
+    assert!(
+        mean(&own) > mean(&other),
+        "{greedy:?} {own:?} against {other:?}"
+    );
+    let again = session
+        .continuation_logprobs(&prompt, unrelated, &request)
+        .unwrap();
+    assert_eq!(again.len(), other.len());
+    assert!(
+        again.iter().zip(&other).all(|(a, b)| (a - b).abs() < 1e-3),
+        "{again:?} against {other:?}"
+    );
+}
