@@ -13,21 +13,21 @@
 // A bench's figures are its output.
 #![allow(clippy::print_stdout)]
 
+mod chat_model;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Parser;
-use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
 use recall::engine::{ChatModel, GenerateRequest};
-use recall::prompt::{ChatTemplate, Message};
+use recall::prompt::Message;
 use serde_json::{Value, json};
 
 #[derive(Parser)]
 struct Args {
-    /// The GGUF model.
-    #[arg(long)]
-    model: PathBuf,
+    #[command(flatten)]
+    model: chat_model::ModelArgs,
     /// The cases, one JSON object a line.
     #[arg(long)]
     cases: PathBuf,
@@ -37,8 +37,6 @@ struct Args {
     /// Where to write each case with its odds of "yes" (JSON lines).
     #[arg(long)]
     out: Option<PathBuf>,
-    #[arg(long, default_value_t = 2)]
-    threads: i32,
 }
 
 /// The thresholds the odds of "yes" are read at.
@@ -55,17 +53,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()?;
-    let engine = Engine::load(&args.model, &LoadOptions::default())?;
-    let info = engine.info();
-    let template = ChatTemplate::new(
-        info.chat_template.as_deref(),
-        &info.bos_text,
-        &info.eos_text,
-    )?;
-    let mut session = engine.session(&SessionOptions {
-        n_ctx: Some(4096),
-        threads: Some(args.threads),
-    })?;
+    let (engine, template) = args.model.load()?;
+    let mut session = engine.session(&args.model.session())?;
     let mut out = args.out.as_ref().map(std::fs::File::create).transpose()?;
     // Per tag and expected verdict: the odds of "yes" of each case.
     let mut odds: BTreeMap<(String, String), Vec<f32>> = BTreeMap::new();
