@@ -423,20 +423,30 @@ impl Session<'_> {
                 return Ok(ControlFlow::Break(()));
             }
             let start = keep + chunk_index * self.n_batch;
-            self.batch.clear();
-            for (i, token) in chunk.iter().enumerate() {
-                let pos = start + i;
-                let last = pos + 1 == tokens.len();
-                self.batch
-                    .add(*token, pos as i32, &[0], last)
-                    .map_err(|e| EngineError::Backend(e.to_string()))?;
-            }
-            self.ctx
-                .decode(&mut self.batch)
-                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
-            self.cached.extend_from_slice(chunk);
+            self.decode_chunk(chunk, |i| start + i + 1 == tokens.len())?;
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// Reads `chunk` (at most a batch) into the KV cache after the tokens there, keeping the
+    /// logits of the tokens at the indices `logits` picks.
+    fn decode_chunk(
+        &mut self,
+        chunk: &[LlamaToken],
+        logits: impl Fn(usize) -> bool,
+    ) -> Result<(), EngineError> {
+        let start = self.cached.len();
+        self.batch.clear();
+        for (i, token) in chunk.iter().enumerate() {
+            self.batch
+                .add(*token, (start + i) as i32, &[0], logits(i))
+                .map_err(|e| EngineError::Backend(e.to_string()))?;
+        }
+        self.ctx
+            .decode(&mut self.batch)
+            .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
+        self.cached.extend_from_slice(chunk);
+        Ok(())
     }
 
     /// Reads `prompt` into the KV cache after the prefix it shares with what is there, its
@@ -695,17 +705,7 @@ impl Session<'_> {
         // Every token but the last is read with its logits, which predict the one after it.
         let reading = &tokens[..tokens.len() - 1];
         for (chunk_index, chunk) in reading.chunks(self.n_batch).enumerate() {
-            let start = self.cached.len();
-            self.batch.clear();
-            for (i, token) in chunk.iter().enumerate() {
-                self.batch
-                    .add(*token, (start + i) as i32, &[0], true)
-                    .map_err(|e| EngineError::Backend(e.to_string()))?;
-            }
-            self.ctx
-                .decode(&mut self.batch)
-                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
-            self.cached.extend_from_slice(chunk);
+            self.decode_chunk(chunk, |_| true)?;
             for i in 0..chunk.len() {
                 let next = tokens[chunk_index * self.n_batch + i + 1];
                 scores.push(log_prob(self.ctx.get_logits_ith(i as i32), next));
@@ -799,14 +799,7 @@ impl ChatModel for Session<'_> {
             if pos + 1 >= n_ctx {
                 break StopReason::ContextFull;
             }
-            self.batch.clear();
-            self.batch
-                .add(token, pos as i32, &[0], true)
-                .map_err(|e| EngineError::Backend(e.to_string()))?;
-            self.ctx
-                .decode(&mut self.batch)
-                .map_err(|e| EngineError::Backend(format!("decode failed: {e}")))?;
-            self.cached.push(token);
+            self.decode_chunk(&[token], |_| true)?;
         };
         if !matches!(stop, StopReason::StopString(_)) {
             let tail = stream.finish();
