@@ -281,6 +281,11 @@ pub fn overlap(asked: &str, text: &str) -> Overlap {
     }
 }
 
+/// The terms of `answer` that `asked` lacks ([`own_terms`]), for a check of its own.
+pub fn own_terms_of(asked: &str, answer: &str) -> Vec<String> {
+    own_terms(&mut Tokenizer::default(), asked, answer)
+}
+
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
 /// not in `asked`, citation marks and the numbers of a numbered list set aside. A verb the
 /// question asks in another form is asked ([`IRREGULAR_VERBS`]): "The mark I got in my
