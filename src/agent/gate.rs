@@ -101,15 +101,21 @@ impl<'k> FactGate<'k> {
                     Some(from) if !at_end => self.held.len() - from,
                     _ => 0,
                 };
-                let ready = self.held.len() - keep;
+                let mut ready = self.held.len() - keep;
+                if self.holds_clauses() && !at_end {
+                    ready = ready.min(finished_clauses(&self.held));
+                }
                 return self.show(ready, on_text);
             };
             // The word the fact stands in is held whole (`$75,000`, `(Ctrl+O`).
             // (After the whitespace itself, which may be wider than a byte: `　`, U+3000.)
-            let start = self.held[..fact]
+            let mut start = self.held[..fact]
                 .char_indices()
                 .rfind(|(_, c)| c.is_whitespace())
                 .map_or(0, |(at, c)| at + c.len_utf8());
+            if self.holds_clauses() {
+                start = start.min(finished_clauses(&self.held[..fact]));
+            }
             if self.show(start, on_text).is_break() {
                 return ControlFlow::Break(());
             }
@@ -138,6 +144,14 @@ impl<'k> FactGate<'k> {
         }
     }
 
+    /// Whether the clause being written is held whole, not only from its first fact: asked
+    /// for a figure, before the first is checked. Its opening alone reads as an answer cut
+    /// short when its figure proves made up ("老刘的生日是", then "the notes do not say"), and
+    /// tells the reader nothing a right answer's whole clause does not a moment later.
+    fn holds_clauses(&self) -> bool {
+        self.withhold_facts && self.withheld.is_none()
+    }
+
     /// Shows the first `len` bytes held.
     fn show(
         &mut self,
@@ -159,6 +173,15 @@ impl<'k> FactGate<'k> {
             None => on_text(&shown),
         }
     }
+}
+
+/// Where the last whole clause of `text` ends ([`facts::clause_end`]); 0 when none is whole.
+fn finished_clauses(text: &str) -> usize {
+    let mut end = 0;
+    while let Some(next) = facts::clause_end(&text[end..]) {
+        end += next;
+    }
+    end
 }
 
 /// Holds an answer back from the user while it may still be only "The notes do not say.", so
@@ -276,9 +299,29 @@ mod tests {
             let _ = gate.pass(token, &mut show);
         }
         assert!(gate.finish(&mut show).is_empty());
-        assert_eq!(gate.withheld(), Some("1,200 litres an hour [1]."));
+        // The clause the first figure stands in is withheld whole, from its first word: none
+        // of it was shown before the release.
+        assert_eq!(
+            gate.withheld(),
+            Some("The pump delivers 1,200 litres an hour [1].")
+        );
         gate.release(&mut show);
         assert_eq!(shown, "The pump delivers 1,200 litres an hour [1].");
+
+        // A clause whose figure is made up shows nothing of itself, its opening included;
+        // clauses whole before it stream as they end.
+        let known = KnownFacts::new(["- 妈 生日（4月23日）"]);
+        let mut gate = FactGate::new(&known, true);
+        let mut shown = String::new();
+        let mut show = |text: &str| {
+            shown.push_str(text);
+            ControlFlow::Continue(())
+        };
+        for token in ["查了礼物清单。", "\n老刘的", "生日是", "5月3日", "。[1]"] {
+            let _ = gate.pass(token, &mut show);
+        }
+        assert_eq!(gate.finish(&mut show), ["5月3日"]);
+        assert_eq!(shown, "查了礼物清单。\n");
 
         // An answer stating no fact is never withheld.
         let mut gate = FactGate::new(&known, true);
