@@ -172,7 +172,8 @@ impl FigureLine {
     /// question does not, and the line of `sources` it stands in, ranked as for a figure:
     /// "厨房水槽是欧派的" took the brand of the cabinets' line. The name is the first that
     /// a line holds, of the words written with a capital (`crate::facts::names_in`) and,
-    /// longest first, the runs of Chinese, Japanese or Korean script, which no capital marks.
+    /// longest first, the runs of Chinese, Japanese or Korean script, which no capital marks;
+    /// of those, the first not from another record than the one asked about, if any.
     /// `None` when the answer names nothing a line holds.
     pub(super) fn find_name(
         question: &str,
@@ -193,27 +194,44 @@ impl FigureLine {
             .flat_map(|s| s.passage.lines())
             .map(str::to_lowercase)
             .collect();
-        let name = names
-            .into_iter()
-            .find(|name| lines.iter().any(|line| line.contains(name.as_str())))?;
-        let found = best_line(question, &cited, sources, |_, _, line| {
-            line.to_lowercase().contains(&name).then_some(true)
-        })?;
-        let at = answer.to_lowercase().find(&name)?;
-        let written = answer.get(at..at + name.len()).unwrap_or(&name).to_string();
-        let claim = sentence_with(&answer, &written);
-        let no_answer = if !names_what_is_asked(question, &found) {
-            Some(NoAnswer::NothingAsked)
-        } else if another_record_is_asked(question, &found.line, sources) {
-            Some(NoAnswer::OtherItem)
-        } else {
-            None
-        };
-        Some(FigureLine {
-            no_answer,
-            is_name: true,
-            ..found.with(written, claim)
-        })
+        // Each name a line holds, with that line. A name from another record than the one
+        // asked about ([`NoAnswer::OtherItem`]) gives way to the next: an answer giving one
+        // record for each of several ("For macOS, it's `/Users/…`, … for Linux,
+        // `~/.config/obsidian/`") is read on the record asked for. Any other name is checked
+        // as the answer's; when every one is another record's, the first.
+        let mut checked: Option<FigureLine> = None;
+        for name in names {
+            if !lines.iter().any(|line| line.contains(name.as_str())) {
+                continue;
+            }
+            let Some(found) = best_line(question, &cited, sources, |_, _, line| {
+                line.to_lowercase().contains(&name).then_some(true)
+            }) else {
+                continue;
+            };
+            let Some(at) = answer.to_lowercase().find(&name) else {
+                continue;
+            };
+            let written = answer.get(at..at + name.len()).unwrap_or(&name).to_string();
+            let claim = sentence_with(&answer, &written);
+            let no_answer = if !names_what_is_asked(question, &found) {
+                Some(NoAnswer::NothingAsked)
+            } else if another_record_is_asked(question, &found.line, sources) {
+                Some(NoAnswer::OtherItem)
+            } else {
+                None
+            };
+            let line = FigureLine {
+                no_answer,
+                is_name: true,
+                ..found.with(written, claim)
+            };
+            if line.no_answer != Some(NoAnswer::OtherItem) {
+                return Some(line);
+            }
+            checked.get_or_insert(line);
+        }
+        checked
     }
 
     /// This line, checked for `figure` as the answer's `claim` gives it.

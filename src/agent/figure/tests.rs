@@ -467,6 +467,29 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     )
     .expect("a name in a line");
     assert_eq!(boots.no_answer, None);
+    // An answer giving each record in turn is read on the one asked about.
+    let folders = [source(
+        1,
+        "How Obsidian stores data",
+        "## Global settings\nObsidian stores global settings in a system folder.\n\n- **macOS**: `/Users/yourusername/Library/Application Support/obsidian`\n- **Windows**: `%APPDATA%\\Obsidian\\`\n- **Linux**: `$XDG_CONFIG_HOME/obsidian/` or `~/.config/obsidian/`",
+    )];
+    let question = "On Linux, where does the app keep its app-wide settings?";
+    let linux = FigureLine::find_name(
+        question,
+        "For macOS, it's `/Users/yourusername/Library/Application Support/obsidian`, for Windows, it's `%APPDATA%\\Obsidian\\`, and for Linux, it's `$XDG_CONFIG_HOME/obsidian/` [1].",
+        &folders,
+    )
+    .expect("a name in a line");
+    assert_eq!(linux.no_answer, None, "{linux:?}");
+    assert!(linux.line.contains("Linux"), "{linux:?}");
+    // Only another record's name given, it is no answer.
+    let mac = FigureLine::find_name(
+        question,
+        "It's `/Users/yourusername/Library/Application Support/obsidian` [1].",
+        &folders,
+    )
+    .expect("a name in a line");
+    assert_eq!(mac.no_answer, other_item);
     // The item after the flight out is the flight home, and gives no number.
     let flights = [source(
         1,
