@@ -204,13 +204,15 @@ impl FigureLine {
             if !lines.iter().any(|line| line.contains(name.as_str())) {
                 continue;
             }
+            // A name no line of a section holds (only a heading does) ends the search, as
+            // when it was the only name read.
             let Some(found) = best_line(question, &cited, sources, |_, _, line| {
                 line.to_lowercase().contains(&name).then_some(true)
             }) else {
-                continue;
+                return checked;
             };
             let Some(at) = answer.to_lowercase().find(&name) else {
-                continue;
+                return checked;
             };
             let written = answer.get(at..at + name.len()).unwrap_or(&name).to_string();
             let claim = sentence_with(&answer, &written);
