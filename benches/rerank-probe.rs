@@ -110,7 +110,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut request = GenerateRequest::greedy(1);
             request.stable_prefix = prompt.stable_len;
             let logprobs = session.continuation_logprobs(&prompt.text, question, &request)?;
-            let upr = logprobs.iter().sum::<f32>() / logprobs.len().max(1) as f32;
+            let upr =
+                logprobs.iter().map(|t| t.log_prob).sum::<f32>() / logprobs.len().max(1) as f32;
             let yes = if args.yes {
                 let prompt = template.answer(&[Message::user(format!(
                     "Question: {question}\n\nPassage:\n{text}\n\nDoes the passage answer the question? Reply yes or no."

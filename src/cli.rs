@@ -76,6 +76,11 @@ pub struct ModelArgs {
     /// Seconds the engine may send nothing (no token, no progress) before a request fails.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     pub engine_timeout: u64,
+    /// Benches only: answer each request the model was given before (same prompt, settings
+    /// and model file) from the records in DIR, and record the others there
+    /// (`src/engine/replay.rs`). Never for a person's questions: a record outlives the notes.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub replay: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -117,6 +122,15 @@ pub struct ServerArgs {
     pub embedding_wait: u64,
 }
 
+/// The `--grounding` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Grounding {
+    /// Facts, figures and names read against the sources' words.
+    Rules,
+    /// The sources' gain on the answer's own words.
+    Gain,
+}
+
 /// Flags of the agent loop.
 #[derive(Debug, Args, Clone)]
 pub struct AgentArgs {
@@ -147,6 +161,16 @@ pub struct AgentArgs {
     /// as it caught made-up names (docs/benches.md).
     #[arg(long)]
     pub check_names: bool,
+    /// How an answer the notes hold is told from one the model made up: `rules` reads its
+    /// facts, figures and names against the sources' words (streamed as checked); `gain`
+    /// scores the answer after the sources and after the question alone, and takes one the
+    /// sources raised too little for the notes not saying (held whole until read; any
+    /// language; an in-process model only). Being measured (docs/benches.md).
+    #[arg(long, value_enum, default_value_t = Grounding::Rules)]
+    pub grounding: Grounding,
+    /// With `--grounding gain`: the least mean gain (nats a word) of an answer that stands.
+    #[arg(long, value_name = "NATS", default_value_t = crate::grounding::DEFAULT_THRESHOLD)]
+    pub grounding_threshold: f32,
     /// Most tokens in an answer (default 256: `ask` and `chat` answer in a few sentences), a
     /// summary, a quiz item or a grade (default 512).
     #[arg(long)]

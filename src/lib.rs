@@ -12,6 +12,7 @@ pub mod embedding;
 pub mod engine;
 pub mod facts;
 pub mod grammar;
+pub mod grounding;
 pub mod language;
 pub mod lists;
 pub mod markup;

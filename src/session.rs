@@ -14,14 +14,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::agent::{Agent, AgentOptions, ApproveAll, Approver, RefuseAll};
-use crate::cli::{AgentArgs, GlobalArgs, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs};
+use crate::agent::{Agent, AgentOptions, AnswerCheck, ApproveAll, Approver, RefuseAll};
+use crate::cli::{
+    AgentArgs, GlobalArgs, Grounding, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs,
+};
 use crate::config::{self, EngineSpec, ServersConfig};
 use crate::embedding;
 use crate::engine::catalog::{self, CatalogError};
 use crate::engine::llama::{Engine, LoadOptions, SessionOptions};
 use crate::engine::prompt_cache::PromptCache;
 use crate::engine::remote::{self, ServerOptions};
+use crate::engine::replay::Replay;
 use crate::engine::{CancellationToken, Cancelled, Model, Session};
 use crate::mcp::{McpManager, ServerStatus};
 use crate::prompt::ChatTemplate;
@@ -304,6 +307,8 @@ pub struct Workbench {
     session_options: SessionOptions,
     /// Where sessions keep their prompts' fixed parts across runs, unless `--no-prompt-cache`.
     prompt_cache: Option<PromptCache>,
+    /// A bench's records of the model's replies (`--replay`).
+    replay: Option<PathBuf>,
 }
 
 impl Workbench {
@@ -381,6 +386,7 @@ impl Workbench {
                 threads: run.model.threads,
             },
             prompt_cache: prompt_cache(&run.cache),
+            replay: run.model.replay.clone(),
         };
         Ok((bench, found))
     }
@@ -390,6 +396,11 @@ impl Workbench {
         let mut session = self.model.session(&self.session_options)?;
         if let (Session::Local(session), Some(cache)) = (&mut session, &self.prompt_cache) {
             session.use_prompt_cache(cache.clone());
+        }
+        if let Some(dir) = &self.replay {
+            let info = self.model.info();
+            let model = format!("{}:{}", self.model.location(), info.size_bytes);
+            session = Session::Replay(Box::new(Replay::new(session, dir, model)?));
         }
         Ok(session)
     }
@@ -427,6 +438,12 @@ impl Workbench {
             today: agent_args.today.unwrap_or_else(obsidian_kb::dates::today),
             restate: agent_args.restate,
             check_names: agent_args.check_names,
+            answer_check: match agent_args.grounding {
+                Grounding::Rules => AnswerCheck::Rules,
+                Grounding::Gain => AnswerCheck::Gain {
+                    threshold: agent_args.grounding_threshold,
+                },
+            },
         }
     }
 

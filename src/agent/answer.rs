@@ -22,7 +22,7 @@ use super::gate::FactGate;
 use super::own_words::{OwnWords, Restating, adds_own};
 use super::retrieve::names_day;
 
-use super::{Agent, AgentError, StepRecord, step};
+use super::{Agent, AgentError, AnswerCheck, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
 
 use crate::grammar::ANSWER_GBNF;
@@ -123,6 +123,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         };
         let mut messages = for_answer(conversation, Language::of(question));
         messages.extend(instruction.iter().map(Message::user));
+        if let AnswerCheck::Gain { .. } = self.options.answer_check {
+            let instruction = instruction.as_deref();
+            return self.answer_by_gain(messages, question, instruction, sources.list(), on_text);
+        }
         let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known, asks_a_figure(question));
         if asks_a_name(question) || asked.undated.is_some() {
@@ -233,6 +237,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 opening_from: None,
                 notes_lack_it: false,
                 check,
+                ground: None,
             });
         }
         let given = sources.list().len();
@@ -249,6 +254,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             opening_from,
             notes_lack_it,
             check,
+            ground: None,
         })
     }
 
@@ -281,6 +287,25 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.push(Message::user(&instruction));
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
         let answer = completion.text.trim();
+        if let AnswerCheck::Gain { .. } = self.options.answer_check {
+            if answer.is_empty() || says_notes_lack_it(answer) {
+                return Ok(Reading::Nothing(completion));
+            }
+            let gained = self.gain(&messages, question, answer)?;
+            if !gained.holds() {
+                return Ok(Reading::Nothing(completion));
+            }
+            return Ok(Reading::Found(Box::new(Answered {
+                text: answer.to_string(),
+                quote_at: None,
+                opening_from: from_first_source(answer),
+                completion,
+                attribution: None,
+                notes_lack_it: false,
+                check: None,
+                ground: gained.step(),
+            })));
+        }
         let own = without_copied_headers(answer, &sources.list()[..1]);
         let share = support::held_share(&instruction, &own, &sources.list()[0].text);
         tracing::debug!("second reading: {answer:?}, {share:.2} of its words from the source");
@@ -306,10 +331,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
             check = checked;
         }
-        // It came from source 1, whether or not it says so.
-        let opening_from = cited_numbers(&own)
-            .is_empty()
-            .then(|| (answer.len(), BTreeSet::from([1])));
+        let opening_from = from_first_source(&own).map(|(_, numbers)| (answer.len(), numbers));
         Ok(Reading::Found(Box::new(Answered {
             text: answer.to_string(),
             quote_at: None,
@@ -318,6 +340,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             opening_from,
             notes_lack_it: false,
             check,
+            ground: None,
         })))
     }
 
@@ -341,7 +364,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 
     /// Generates the answer to `messages` (rendered by the answer template), streamed to
     /// `on_text`, under a grammar that cannot open a call; a model that loops is stopped.
-    fn write_answer(
+    pub(super) fn write_answer(
         &mut self,
         messages: &[Message],
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
@@ -372,7 +395,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 
 /// An answer withdrawn after `shown` reached the user: `said` (that the notes do not say,
 /// and why) follows what they read, and the turn may look further.
-fn withdrawn(
+pub(super) fn withdrawn(
     shown: &str,
     said: &str,
     completion: Completion,
@@ -389,7 +412,16 @@ fn withdrawn(
         opening_from: None,
         notes_lack_it: true,
         check,
+        ground: None,
     }
+}
+
+/// A second reading's attribution: it came from source 1, whether or not it says so; `None`
+/// when `answer` cites a source itself.
+fn from_first_source(answer: &str) -> Option<OpeningSources> {
+    cited_numbers(answer)
+        .is_empty()
+        .then(|| (answer.len(), BTreeSet::from([1])))
 }
 
 /// What the answer step produced.
@@ -412,6 +444,8 @@ pub(super) struct Answered {
     pub(super) notes_lack_it: bool,
     /// The check of the line the answer's figure stands in, when it ran ([`super::figure`]).
     pub(super) check: Option<Check>,
+    /// The gain check's record, when it ran ([`super::grounded`]).
+    pub(super) ground: Option<StepRecord>,
 }
 
 impl Answered {
@@ -419,6 +453,7 @@ impl Answered {
     pub(super) fn steps(&self) -> Vec<StepRecord> {
         let mut steps = vec![step("answer", &self.completion, Vec::new())];
         steps.extend(self.check.iter().map(Check::step));
+        steps.extend(self.ground.iter().cloned());
         steps
     }
 }

@@ -10,9 +10,33 @@ use super::{Agent, AgentError, CallRecord, DECISION_TOKENS};
 use crate::engine::{Cancelled, ChatModel};
 use crate::prompt::Message;
 use crate::sources::Sources;
-use crate::tool::{ToolCall, ToolHost, ToolOutput, ToolSpec};
+use crate::tool::{ToolCall, ToolHost, ToolOutput, ToolRoute, ToolSpec};
 use crate::validate::check_call;
 use crate::vault::VaultTools;
+
+/// Asks before a call to a tool whose server is not read-only; `true` lets it run.
+pub trait Approver {
+    /// Decides about one call.
+    fn approve(&mut self, call: &ToolCall, route: &ToolRoute) -> bool;
+}
+
+/// Approves every call (`--yes`).
+pub struct ApproveAll;
+
+impl Approver for ApproveAll {
+    fn approve(&mut self, _: &ToolCall, _: &ToolRoute) -> bool {
+        true
+    }
+}
+
+/// Refuses every call that needs approval (non-interactive runs without `--yes`).
+pub struct RefuseAll;
+
+impl Approver for RefuseAll {
+    fn approve(&mut self, _: &ToolCall, _: &ToolRoute) -> bool {
+        false
+    }
+}
 
 impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// Checks, approves and runs the calls, concurrently; returns their records and the text

@@ -43,6 +43,7 @@ mod decide;
 mod figure;
 mod follow_up;
 mod gate;
+mod grounded;
 mod named;
 mod own_words;
 mod pointed;
@@ -65,11 +66,13 @@ use crate::language::{Language, answer_lines};
 use crate::lists;
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::sources::{Citation, Claim, Sources};
-use crate::tool::{ToolCall, ToolHost, ToolRoute};
+use crate::tool::ToolHost;
 use crate::vault::VaultTools;
 
 use answer::{Answered, Asked, Reading, quote_sources};
+pub use calls::{ApproveAll, Approver, RefuseAll};
 use gate::HoldBack;
+pub use grounded::AnswerCheck;
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");
@@ -112,6 +115,8 @@ pub struct AgentOptions {
     /// it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it refused
     /// right answers ("10月28号我在哪", "…分别是谁") more than it caught made-up names.
     pub check_names: bool,
+    /// How an answer the sources hold is told from one the model made up.
+    pub answer_check: AnswerCheck,
 }
 
 impl Default for AgentOptions {
@@ -127,6 +132,7 @@ impl Default for AgentOptions {
             today: obsidian_kb::dates::today(),
             restate: false,
             check_names: false,
+            answer_check: AnswerCheck::Rules,
         }
     }
 }
@@ -201,30 +207,6 @@ impl AgentError {
     /// True when the user stopped the turn.
     pub fn is_cancelled(&self) -> bool {
         matches!(self, AgentError::Cancelled(_))
-    }
-}
-
-/// Asks before a call to a tool whose server is not read-only; `true` lets it run.
-pub trait Approver {
-    /// Decides about one call.
-    fn approve(&mut self, call: &ToolCall, route: &ToolRoute) -> bool;
-}
-
-/// Approves every call (`--yes`).
-pub struct ApproveAll;
-
-impl Approver for ApproveAll {
-    fn approve(&mut self, _: &ToolCall, _: &ToolRoute) -> bool {
-        true
-    }
-}
-
-/// Refuses every call that needs approval (non-interactive runs without `--yes`).
-pub struct RefuseAll;
-
-impl Approver for RefuseAll {
-    fn approve(&mut self, _: &ToolCall, _: &ToolRoute) -> bool {
-        false
     }
 }
 
@@ -546,6 +528,7 @@ fn finish(
         opening_from,
         notes_lack_it,
         check,
+        ground,
     } = answered;
     let Gathered {
         sources,
@@ -564,6 +547,7 @@ fn finish(
     }
     steps.push(step("answer", &completion, Vec::new()));
     steps.extend(check.iter().map(figure::Check::step));
+    steps.extend(ground);
     if let Some(attribution) = &attribution {
         steps.push(step("attribute", attribution, Vec::new()));
     }

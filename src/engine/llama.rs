@@ -24,7 +24,7 @@ use super::prompt_cache::{CacheKey, PromptCache};
 use super::stream::TextStream;
 use super::{
     BenchReport, CancellationToken, ChatModel, Chosen, Completion, Constraint, EngineError,
-    GenerateRequest, GenerationStats, ModelInfo, Sampling, StopReason, Throughput,
+    GenerateRequest, GenerationStats, ModelInfo, Sampling, StopReason, Throughput, TokenScore,
 };
 
 /// Largest context used when `--ctx` is not given: the trained context is often 128k, far more
@@ -677,7 +677,7 @@ impl Session<'_> {
         prompt: &str,
         continuation: &str,
         request: &GenerateRequest,
-    ) -> Result<Vec<f32>, EngineError> {
+    ) -> Result<Vec<TokenScore>, EngineError> {
         if self.read_prompt(prompt, request)?.is_break() {
             return Ok(Vec::new());
         }
@@ -698,17 +698,26 @@ impl Session<'_> {
             let sum: f32 = logits.iter().map(|l| (l - top).exp()).sum();
             logits[token.0 as usize] - top - sum.ln()
         };
-        let mut scores = vec![log_prob(
-            self.ctx.get_logits_ith(self.batch.n_tokens() - 1),
-            tokens[0],
-        )];
+        let text = |token: LlamaToken| {
+            String::from_utf8_lossy(&vocab.token_to_piece(token, false, None)).into_owned()
+        };
+        let mut scores = vec![TokenScore {
+            text: text(tokens[0]),
+            log_prob: log_prob(
+                self.ctx.get_logits_ith(self.batch.n_tokens() - 1),
+                tokens[0],
+            ),
+        }];
         // Every token but the last is read with its logits, which predict the one after it.
         let reading = &tokens[..tokens.len() - 1];
         for (chunk_index, chunk) in reading.chunks(self.n_batch).enumerate() {
             self.decode_chunk(chunk, |_| true)?;
             for i in 0..chunk.len() {
                 let next = tokens[chunk_index * self.n_batch + i + 1];
-                scores.push(log_prob(self.ctx.get_logits_ith(i as i32), next));
+                scores.push(TokenScore {
+                    text: text(next),
+                    log_prob: log_prob(self.ctx.get_logits_ith(i as i32), next),
+                });
             }
         }
         Ok(scores)
@@ -870,6 +879,16 @@ impl ChatModel for Session<'_> {
             },
             odds,
         })
+    }
+
+    fn score(
+        &mut self,
+        prompt: &str,
+        continuation: &str,
+        request: &GenerateRequest,
+    ) -> Result<Option<Vec<TokenScore>>, EngineError> {
+        self.continuation_logprobs(prompt, continuation, request)
+            .map(Some)
     }
 
     fn count_tokens(&self, text: &str) -> usize {

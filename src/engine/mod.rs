@@ -17,6 +17,7 @@ pub mod catalog;
 pub mod llama;
 pub mod prompt_cache;
 pub mod remote;
+pub mod replay;
 pub mod scripted;
 pub mod stream;
 
@@ -186,6 +187,15 @@ pub struct Completion {
     pub stats: GenerationStats,
 }
 
+/// How likely one token of a text was after a prompt ([`ChatModel::score`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenScore {
+    /// The token as text (a piece of a character when the token splits one).
+    pub text: String,
+    /// Its natural log-probability, at most 0.
+    pub log_prob: f32,
+}
+
 /// What [`ChatModel::choose`] chose: the likeliest choice as a completion (empty when
 /// cancelled), and the odds of each choice, in order, summing to 1 (empty when cancelled,
 /// or when a model that only generates replied none of them).
@@ -267,6 +277,19 @@ pub trait ChatModel {
             Vec::new()
         };
         Ok(Chosen { completion, odds })
+    }
+
+    /// How likely each token of `continuation` (no special tokens) is after `prompt`: what
+    /// the grounding check compares with and without the sources. `None` from a model that
+    /// cannot say (a remote server generates but scores no given text).
+    fn score(
+        &mut self,
+        prompt: &str,
+        continuation: &str,
+        request: &GenerateRequest,
+    ) -> Result<Option<Vec<TokenScore>>, EngineError> {
+        let _ = (prompt, continuation, request);
+        Ok(None)
     }
 
     /// Number of tokens `text` takes (special tokens parsed), for budgeting prompts.
@@ -397,14 +420,18 @@ pub enum Session<'m> {
     Local(llama::Session<'m>),
     /// On a llama-server.
     Remote(remote::Session<'m>),
+    /// Either, its replies replayed from a bench's records where it has them.
+    Replay(Box<replay::Replay<Session<'m>>>),
 }
 
 impl Session<'_> {
     /// Forgets the cached conversation: the next call reads its whole prompt (a remote session
     /// caches nothing itself; the server matches prefixes on every request).
     pub fn reset(&mut self) {
-        if let Session::Local(session) = self {
-            session.reset();
+        match self {
+            Session::Local(session) => session.reset(),
+            Session::Remote(_) => {}
+            Session::Replay(replay) => replay.inner_mut().reset(),
         }
     }
 }
@@ -419,6 +446,7 @@ impl ChatModel for Session<'_> {
         match self {
             Session::Local(session) => session.generate(prompt, request, on_text),
             Session::Remote(session) => session.generate(prompt, request, on_text),
+            Session::Replay(session) => session.generate(prompt, request, on_text),
         }
     }
 
@@ -431,6 +459,20 @@ impl ChatModel for Session<'_> {
         match self {
             Session::Local(session) => session.choose(prompt, request, choices),
             Session::Remote(session) => session.choose(prompt, request, choices),
+            Session::Replay(session) => session.choose(prompt, request, choices),
+        }
+    }
+
+    fn score(
+        &mut self,
+        prompt: &str,
+        continuation: &str,
+        request: &GenerateRequest,
+    ) -> Result<Option<Vec<TokenScore>>, EngineError> {
+        match self {
+            Session::Local(session) => session.score(prompt, continuation, request),
+            Session::Remote(session) => session.score(prompt, continuation, request),
+            Session::Replay(session) => session.score(prompt, continuation, request),
         }
     }
 
@@ -438,6 +480,7 @@ impl ChatModel for Session<'_> {
         match self {
             Session::Local(session) => session.count_tokens(text),
             Session::Remote(session) => session.count_tokens(text),
+            Session::Replay(session) => session.count_tokens(text),
         }
     }
 
@@ -445,6 +488,7 @@ impl ChatModel for Session<'_> {
         match self {
             Session::Local(session) => session.context_size(),
             Session::Remote(session) => session.context_size(),
+            Session::Replay(session) => session.context_size(),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 
 use super::{
     ChatModel, Completion, Constraint, EngineError, GenerateRequest, GenerationStats, StopReason,
+    TokenScore,
 };
 
 /// Replays replies in order and records every prompt it was given.
@@ -16,6 +17,9 @@ pub struct ScriptedModel {
     pub prompts: Vec<String>,
     /// The grammar each generation was asked to follow (a scripted reply ignores it).
     pub constraints: Vec<Option<Constraint>>,
+    /// The log-probability each call of [`ChatModel::score`] gives every word of its text,
+    /// in call order; a model with none scores nothing (`None`), as a remote one.
+    scores: VecDeque<f32>,
     context: usize,
 }
 
@@ -30,8 +34,16 @@ impl ScriptedModel {
             replies: replies.into_iter().map(Into::into).collect(),
             prompts: Vec::new(),
             constraints: Vec::new(),
+            scores: VecDeque::new(),
             context,
         }
+    }
+
+    /// This model scoring texts: the `n`th call of [`ChatModel::score`] gives each word of
+    /// its text (with the space before it) the `n`th of `scores`.
+    pub fn with_scores(mut self, scores: impl IntoIterator<Item = f32>) -> ScriptedModel {
+        self.scores = scores.into_iter().collect();
+        self
     }
 }
 
@@ -65,6 +77,32 @@ impl ChatModel for ScriptedModel {
             text: reply,
             stop,
         })
+    }
+
+    fn score(
+        &mut self,
+        prompt: &str,
+        continuation: &str,
+        _: &GenerateRequest,
+    ) -> Result<Option<Vec<TokenScore>>, EngineError> {
+        let Some(log_prob) = self.scores.pop_front() else {
+            return Ok(None);
+        };
+        self.prompts.push(prompt.to_string());
+        let mut words = Vec::new();
+        let mut rest = continuation;
+        while !rest.is_empty() {
+            let start = rest.len() - rest.trim_start().len();
+            let end = rest[start..]
+                .find(char::is_whitespace)
+                .map_or(rest.len(), |e| start + e);
+            words.push(TokenScore {
+                text: rest[..end].to_string(),
+                log_prob,
+            });
+            rest = &rest[end..];
+        }
+        Ok(Some(words))
     }
 
     /// About four characters per token, like real BPE vocabularies on English text.

@@ -7,7 +7,7 @@ use crate::common;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use recall::agent::{Agent, AgentError, AgentOptions, RefuseAll, Turn};
+use recall::agent::{Agent, AgentError, AgentOptions, AnswerCheck, RefuseAll, Turn};
 use recall::config::{self, ServerSpec};
 use recall::engine::CancellationToken;
 use recall::engine::scripted::ScriptedModel;
@@ -1822,4 +1822,79 @@ fn a_name_from_a_line_about_something_else_is_no_answer() {
     let mut model = ScriptedModel::new([right], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), asked);
     assert_eq!(turn.answer, right);
+}
+
+/// The turn checked by the sources' gain (`--grounding gain`).
+fn by_gain() -> AgentOptions {
+    AgentOptions {
+        answer_check: AnswerCheck::Gain { threshold: 1.0 },
+        ..AgentOptions::default()
+    }
+}
+
+/// An answer the sources made likely is shown once it is read: each of its words far likelier
+/// after them (scored first) than after the question alone (scored second).
+#[test]
+fn an_answer_the_sources_raise_is_shown_after_the_gain_check() {
+    let rig = rig(&fixture_vault());
+    let mut model =
+        ScriptedModel::new(["The field trial is in Kettleby [1]."], 8192).with_scores([-0.1, -5.0]);
+    let (turn, _) = rig.ask(&mut model, by_gain(), "Kettleby field trial");
+    assert_eq!(turn.answer, "The field trial is in Kettleby [1].");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer", "ground"]
+    );
+    let ground: serde_json::Value = serde_json::from_str(&turn.steps[2].output).unwrap();
+    assert!(
+        (ground["mean_gain"].as_f64().unwrap() - 4.9).abs() < 1e-3,
+        "{ground}"
+    );
+    // The second score was read without the sources, asked the question plainly.
+    let alone = &model.prompts[model.prompts.len() - 1];
+    assert!(!alone.contains("note://") && !alone.contains("Field trial in Kettleby."));
+    assert!(alone.contains("Kettleby field trial"), "{alone}");
+    let with = &model.prompts[model.prompts.len() - 2];
+    assert!(with.contains("Field trial in Kettleby."), "{with}");
+}
+
+/// An answer as likely without the sources as with them came from the model: it is never
+/// shown, and the turn goes on as after "the notes do not say" (more passages, a second
+/// reading), ending with that and the closest passages, none of them cited.
+#[test]
+fn an_answer_the_sources_do_not_raise_is_the_notes_not_saying() {
+    let rig = rig(&fixture_vault());
+    let invented = "The trial runs in Cork with Declan [1].";
+    let mut model = ScriptedModel::new([invented, invented, invented], 8192)
+        .with_scores([-3.0, -3.0, -3.0, -3.0, -3.0, -3.0]);
+    let (turn, conversation) = rig.ask(&mut model, by_gain(), "Kettleby field trial");
+    assert!(!turn.answer.contains("Cork"), "{}", turn.answer);
+    let notes_lack_it = recall::language::answer_lines(None).notes_lack_it;
+    assert!(turn.answer.starts_with(notes_lack_it), "{}", turn.answer);
+    assert!(turn.citations.iter().all(|c| !c.cited));
+    assert!(conversation.iter().all(|m| !m.content.contains("Cork")));
+    let kinds: Vec<_> = turn.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "ground").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "retrieve").count(),
+        2,
+        "{kinds:?}"
+    );
+}
+
+/// A model that cannot score a given text (a remote server) leaves the answer unchecked.
+#[test]
+fn an_answer_no_model_can_score_stands_unchecked() {
+    let rig = rig(&fixture_vault());
+    let mut model = ScriptedModel::new(["The field trial is in Kettleby [1]."], 8192);
+    let (turn, _) = rig.ask(&mut model, by_gain(), "Kettleby field trial");
+    assert_eq!(turn.answer, "The field trial is in Kettleby [1].");
+    assert_eq!(
+        turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
+        ["retrieve", "answer"]
+    );
 }

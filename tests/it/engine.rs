@@ -5,7 +5,9 @@ use crate::common;
 use std::ops::ControlFlow;
 
 use recall::engine::llama::{Engine, LoadOptions, SessionOptions};
-use recall::engine::{ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason};
+use recall::engine::{
+    ChatModel, Constraint, EngineError, GenerateRequest, Sampling, StopReason, TokenScore,
+};
 
 fn ignore(_: &str) -> ControlFlow<()> {
     ControlFlow::Continue(())
@@ -445,12 +447,21 @@ fn scores_a_continuation_token_by_token() {
         .unwrap()
         .text;
     assert!(!greedy.trim().is_empty());
-    let mean = |scores: &[f32]| scores.iter().sum::<f32>() / scores.len() as f32;
+    let mean = |scores: &[TokenScore]| {
+        scores.iter().map(|s| s.log_prob).sum::<f32>() / scores.len() as f32
+    };
     let own = session
         .continuation_logprobs(&prompt, &greedy, &request)
         .unwrap();
     assert!(!own.is_empty());
-    assert!(own.iter().all(|s| s.is_finite() && *s <= 0.0), "{own:?}");
+    assert!(
+        own.iter()
+            .all(|s| s.log_prob.is_finite() && s.log_prob <= 0.0),
+        "{own:?}"
+    );
+    // The tokens' texts spell the continuation again.
+    let spelled: String = own.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(spelled, greedy);
     let unrelated = "Bananas are sold by weight in the harbour on Tuesdays.";
     let other = session
         .continuation_logprobs(&prompt, unrelated, &request)
@@ -464,7 +475,10 @@ fn scores_a_continuation_token_by_token() {
         .unwrap();
     assert_eq!(again.len(), other.len());
     assert!(
-        again.iter().zip(&other).all(|(a, b)| (a - b).abs() < 1e-3),
+        again
+            .iter()
+            .zip(&other)
+            .all(|(a, b)| a.text == b.text && (a.log_prob - b.log_prob).abs() < 1e-3),
         "{again:?} against {other:?}"
     );
 }
