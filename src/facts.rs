@@ -237,7 +237,7 @@ impl KnownFacts {
 
     /// Knows what the question gives: its names ([`KnownFacts::know_names_in`]), but not the
     /// versions it names ("Windows 7", "Obsidian 2.0"). Those must stand in a source to be
-    /// stated: asked "Does the desktop app still run on Windows 7?", Qwen2.5-1.5B answered
+    /// stated: asked whether the desktop app still supports Windows 7, Qwen2.5-1.5B answered
     /// "Yes, the desktop app still runs on Windows 7." from notes that name no Windows
     /// version, and "Obsidian 2.0 is not currently scheduled" from a note whose only 2.0 was
     /// a license's.

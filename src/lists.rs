@@ -1,6 +1,6 @@
 //! Lists whole: the items of a list in a cited passage that an answer left out.
 //!
-//! Asked for several things ("gift ideas for mum?", "who was in the budget review?"), a small
+//! Asked for several things (ideas for a present, the people at a meeting), a small
 //! model names some items of the list that holds them and stops (Qwen2.5-1.5B on a personal
 //! vault: two of three gift ideas, two of three people). An answer that names at least two
 //! items of one list is about that list (of several, the one it names most items of), so

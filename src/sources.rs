@@ -86,7 +86,7 @@ fn under_folders(uri: &str, label: &str) -> String {
 /// (English: `None`) names it: `Journal › 2025-09-28 › Long run` → `Journal › 2025-09-28
 /// (Sunday 28 September 2025) › Long run`, or `(2025年9月28日 星期日)` for a question in
 /// Chinese. A small model does not take a daily note's name for the day a question names
-/// in words: asked "How far did I run on 28 September 2025?" over the note 2025-09-28
+/// in words: asked the distance run on 28 September 2025 over the note 2025-09-28
 /// holding "19 km", Qwen2.5-1.5B said the notes do not say, even with that passage alone.
 pub fn with_days_spelled(header: &str, language: Option<Language>) -> String {
     let mut spelled = String::with_capacity(header.len() + 32);

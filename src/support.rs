@@ -288,8 +288,8 @@ pub fn own_terms_of(asked: &str, answer: &str) -> Vec<String> {
 
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
 /// not in `asked`, citation marks and the numbers of a numbered list set aside. A verb the
-/// question asks in another form is asked ([`IRREGULAR_VERBS`]): "The mark I got in my
-/// Spanish oral" says back "What mark did I get in my Spanish oral?".
+/// question asks in another form is asked ([`IRREGULAR_VERBS`]): "The grade I got in my
+/// French essay" says back "What grade did I get in my French essay?".
 fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {
     static CITATION: LazyLock<Regex> =
         // A last mark may be cut short when the answer ran out of tokens.
@@ -437,37 +437,37 @@ mod tests {
 
     #[test]
     fn an_answer_then_saying_the_notes_lack_what_was_asked_denies_itself() {
-        let car = "what's the reg on rory's car";
+        let car = "what's the reg on niamh's jeep";
         assert!(denies_what_was_asked(
             car,
-            "The reg on Rory's car is the Skoda Octavia. It is owned by Rory. The notes do not \
-             say anything about the reg on Rory's car. [1]"
+            "The reg on Niamh's jeep is the Suzuki Jimny. It is owned by Niamh. The notes do not \
+             say anything about the reg on Niamh's jeep. [1]"
         ));
         assert!(denies_what_was_asked(
-            "who's my landlord again",
-            "The landlord is the person who owns the property [1]. The notes do not provide any \
-             information about the landlord."
+            "who's my accountant again",
+            "The accountant is the person who files the tax return [1]. The notes do not provide \
+             any information about the accountant."
         ));
         // A denial alone is the notes not saying, judged elsewhere.
         assert!(!denies_what_was_asked(
             car,
-            "The notes do not say anything about the reg on Rory's car."
+            "The notes do not say anything about the reg on Niamh's jeep."
         ));
         // A denial of something more, or of part of what was asked, leaves the answer.
         for (question, answer) in [
             (
-                "who is mam's GP",
-                "The GP for Mam is Dr Aisling Kerr [1]. The notes do not provide any additional \
-                 information about Mam's GP.",
+                "who is dad's dentist",
+                "The dentist for Dad is Dr Ciara Walsh [1]. The notes do not provide any \
+                 additional information about Dad's dentist.",
             ),
             (
                 "What time does the pool open?",
                 "The pool opens at 7am [1]. The notes do not say what time the pool closes.",
             ),
             (
-                "Which class has an assignment due on the 8th of April 2022?",
-                "The class is English [1]. The notes do not say anything about the class or the \
-                 assignment.",
+                "Which course has an essay due on the 14th of March 2023?",
+                "The course is History [1]. The notes do not say anything about the course or the \
+                 essay.",
             ),
             (
                 "How much did the plumber charge?",
@@ -513,8 +513,8 @@ mod tests {
                 "You can upload files up to 50mb in size to your Publish site.",
             ),
         ];
-        let question = "What's the largest file I can upload to the site for my published notes?";
-        let answer = "The largest file you can upload is up to 50mb in size. [1]";
+        let question = "What's the biggest file I can upload to my Publish site?";
+        let answer = "The biggest file you can upload is up to 50mb in size. [1]";
         let checked = check(&numbers(&[1]), &evidence(question, answer, &sources));
         assert_eq!(checked.numbers, numbers(&[2]));
         // A plain word alone is not enough to overrule the number written.
@@ -532,7 +532,7 @@ mod tests {
             ),
             source("Dr Okafor", "Office hours: Tuesdays 14:00-16:00, Lab 3."),
         ];
-        let question = "When is the hands-on test in the lab?";
+        let question = "When's my hands-on assessment in the lab?";
         let answer = "It is on Friday 26 April at 13:00 in Lab 3. [1]";
         let checked = check(&numbers(&[1]), &evidence(question, answer, &sources));
         assert_eq!(checked.numbers, numbers(&[1]));
@@ -683,9 +683,9 @@ mod tests {
 
     #[test]
     fn naming_one_of_the_question_s_alternatives_is_a_verdict() {
-        let question = "Is Markus H a friend of mine or more of a work contact?";
+        let question = "Is Greta K a neighbour of mine or more of a gym buddy?";
         assert_eq!(
-            adds(question, question, "Markus H is a work contact. [1]"),
+            adds(question, question, "Greta K is a gym buddy. [1]"),
             Adds::VerdictOnly
         );
         let question = "泡绿茶用沸水还是温水？";
@@ -694,13 +694,13 @@ mod tests {
 
     #[test]
     fn a_name_s_initial_is_no_word_of_the_answer_s_own() {
-        let question = "What's Betty's phone number?";
+        let question = "What's Gordon's phone number?";
         assert_eq!(
-            adds(question, question, "The phone number of Betty T is [1]."),
+            adds(question, question, "The phone number of Gordon P is [1]."),
             Adds::Nothing
         );
         assert_eq!(
-            adds(question, question, "Betty T's number is 282908824961 [1]."),
+            adds(question, question, "Gordon P's number is 282908824961 [1]."),
             Adds::Something
         );
     }
@@ -709,15 +709,15 @@ mod tests {
     /// header: the question's own `doesn't` is no verdict.
     #[test]
     fn a_question_restated_with_its_own_negation_adds_nothing() {
-        let question = "Pressing Enter once doesn't give me a new line when I read the note. \
-                        How do I force a line break without starting a new paragraph?";
+        let question = "Hitting Tab doesn't indent my list item when I edit the note. \
+                        How do I make it nest under the item above?";
         let asked = format!("Answer this question from the numbered sources above: {question}");
         assert_eq!(adds(question, &asked, question), Adds::Nothing);
         assert_eq!(
             adds(
                 question,
                 &asked,
-                "Pressing Enter once won't give a new line when I read the note [1]."
+                "Hitting Tab won't indent my list item when I edit the note [1]."
             ),
             Adds::VerdictOnly
         );
@@ -726,9 +726,13 @@ mod tests {
     #[test]
     fn a_question_restated_in_another_tense_adds_nothing() {
         let asked = |question: &str| format!("Answer from the numbered sources: {question}");
-        let mark = "What mark did I get in my Spanish oral?";
+        let grade = "What grade did I get in my French essay?";
         assert_eq!(
-            adds(mark, &asked(mark), "The mark I got in my Spanish oral [1]."),
+            adds(
+                grade,
+                &asked(grade),
+                "The grade I got in my French essay [1]."
+            ),
             Adds::Nothing
         );
         let bought = "What did I buy for Oisín's birthday?";

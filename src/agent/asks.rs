@@ -14,7 +14,7 @@ use crate::facts::{without_marks, writes_date};
 pub(super) enum Wanted {
     /// "What's Lena's email?", "Wouter Kamp's email address", "邮箱".
     Email,
-    /// "Kenji's phone number?", "电话号码", "舅舅电话", "工长的电话多少？" (电话 asked
+    /// "Tomasz's mobile number?", "电话号码", "舅舅电话", "工长的电话多少？" (电话 asked
     /// for, not "打电话了吗", a call made).
     Phone,
     /// "How many …?", "How much …?": a count or an amount. An answer without one is no
@@ -23,10 +23,10 @@ pub(super) enum Wanted {
     /// "The Catalyst license is a one-time purchase that …"; three of 28 such help questions).
     Amount,
     /// "What time was the hearing test?", "约的几点": a time of day. Asked what the notes
-    /// cannot answer, Qwen2.5-1.5B gave the day instead ("what time was mam's hearing test"
-    /// got "19 April").
+    /// cannot answer, Qwen2.5-1.5B gave the day instead (asked the time of a hearing test,
+    /// it said "19 April").
     Time,
-    /// "Hotkey to print the current note?", "Keyboard shortcut to …?": a key or a key
+    /// "Hotkey to close every open tab?", "Keyboard shortcut to …?": a key or a key
     /// combination, or a plain word that there is none. Asked what the notes cannot answer,
     /// Qwen2.5-1.5B named a command or a setting instead ("use the command `Templates: Insert
     /// template`", "the Light/Dark Toggle option"; two of 28 such help questions).

@@ -6,10 +6,10 @@
 //! ([`FigureLine`], `prompts/agent/check_system.txt`, `check.j2`).
 //!
 //! Asked what a personal vault cannot answer, Qwen2.5-1.5B took the nearest figure (20
-//! questions of the frozen personal set, five answered so): "How much did the plumber charge
-//! for fixing the kitchen tap?" got "€14,750", a builder's quote for the kitchen; "What's my
-//! dentist's phone number?" the landlord's; "How much was the train to Sintra?" the palace
-//! tickets' €20; "When is Jesse's birthday?" the day of a Valentine's dinner with Jesse.
+//! questions of the frozen personal set, five answered so): asked what a plumber charged for
+//! a repair, it gave "€14,750", a builder's quote for the kitchen; asked a dentist's phone
+//! number, the landlord's; asked a train fare, the palace tickets' €20; asked a friend's
+//! birthday, the day of a Valentine's dinner with that friend.
 //! Words shared by question and line do not tell these from right answers (a line holding
 //! the figure shares a word with the question in all but one of them); reading does.
 //!
@@ -391,10 +391,11 @@ const NAME_ASKING_WORDS: &str = "who whom whose where which what name names name
 /// before it and its passage's opening line: [`FigureLine::about`]) shares a search term
 /// with `question` other than the words asking for a name ([`NAME_ASKING_WORDS`]), or the
 /// question has none. Asked what no note gives, Qwen2.5-1.5B
-/// named what the nearest line held: "whats the audiologists name" got a name from a line
-/// about a girlfriend, "which garlic variety did i put in" the carrots' row, "出版社编辑叫什么
-/// 名字" a running friend; a right name stands where the thing asked about is named ("who's
-/// the van insured with": the note `Van`, "- **Insurance**: Atlantic Direct").
+/// named what the nearest line held: asked the name of a specialist, it gave a name from a
+/// line about a girlfriend; asked which variety of a crop was sown, another crop's row; asked
+/// an editor's name (出版社编辑叫什么名字), a running friend. A right name stands where the
+/// thing asked about is named ("who insures the van?": the note `Van`, "- **Insurance**:
+/// Atlantic Direct").
 fn names_what_is_asked(question: &str, line: &FigureLine) -> bool {
     let mut tokenizer = Tokenizer::default();
     let asked = terms_asked_about(&mut tokenizer, question);

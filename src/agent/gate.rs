@@ -339,7 +339,7 @@ mod tests {
     #[test]
     fn a_version_streamed_after_its_name_is_checked_with_it() {
         let mut known = KnownFacts::new(["Credits\nLicensed under the Apache License 2.0."]);
-        known.know_question("When is Obsidian 2.0 coming out?");
+        known.know_question("When does Obsidian 2.0 ship?");
         let mut gate = FactGate::new(&known, false);
         let mut shown = String::new();
         for token in [

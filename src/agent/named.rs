@@ -36,7 +36,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     /// with the title of its note, lowercase; none without a vault server or in a question
     /// without these scripts. A lookup that fails finds no name.
     pub(super) fn names_in_vault(&self, question: &str) -> Vec<String> {
-        // Those of the sentence asking the fact: of "红烧排骨是跟谁学的？她电话多少", none.
+        // Those of the sentence asking the fact: of "糖醋鱼是跟谁学的？她电话多少", none.
         let runs = asking_sentence(question).map_or_else(Vec::new, name_runs);
         if runs.is_empty() {
             return Vec::new();
@@ -160,10 +160,10 @@ mod tests {
             name_runs("婷婷生日？"),
             ["婷婷", "婷婷生", "婷婷生日", "婷生", "婷生日", "生日"]
         );
-        assert!(name_runs("When is Priya's birthday?").is_empty());
+        assert!(name_runs("When is Tomasz's birthday?").is_empty());
         // Only the sentence asking the fact is read.
-        let asking = asking_sentence("红烧排骨是跟谁学的？她电话多少").unwrap();
-        assert!(!name_runs(asking).contains(&"红烧排骨".to_string()));
+        let asking = asking_sentence("糖醋鱼是跟谁学的？她电话多少").unwrap();
+        assert!(!name_runs(asking).contains(&"糖醋鱼".to_string()));
         // A run of one character is no name.
         assert!(name_runs("Lena的 生").is_empty());
     }

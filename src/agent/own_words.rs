@@ -98,7 +98,7 @@ impl<'a> OwnWords<'a> {
             };
         }
         match support::adds(self.question, &self.asked, &own) {
-            // "How did I rate Severance?" got "I did not rate Severance.": asked what, not
+            // Asked the rating of a show, it said "I did not rate <the show>.": asked what, not
             // whether, a bare no says there is nothing to tell, as the notes not saying does.
             Adds::VerdictOnly if asks_what(self.question) && support::says_no(&own) => {
                 Adds::Nothing
@@ -110,7 +110,7 @@ impl<'a> OwnWords<'a> {
 
 /// Whether `question` names things (words with a capital past its first, abbreviations) that
 /// no source names, at least half of those it names: then a yes is no answer from them.
-/// Asked "Can I export my whole vault as an EPUB e-book, and where is that option?",
+/// Asked whether the vault can be exported as an EPUB e-book, and where that option is,
 /// Qwen2.5-1.5B answered "Yes, you can export your whole vault as an EPUB e-book." and went
 /// on with Evernote's export steps, from sources that never say EPUB. One name unknown
 /// among those the sources hold is more often a word for one of them: "Is iCloud a good way
@@ -268,55 +268,52 @@ mod tests {
             title: title.to_string(),
             heading_path: Vec::new(),
             link: String::new(),
-            text: "email: kenji@brightloop.dev\nphone:".to_string(),
+            text: "email: ravi@brightloop.dev\nphone:".to_string(),
             passage: String::new(),
         };
-        let sources = [source("Kenji Watanabe"), source("Anna Berg")];
-        let question = "Kenji's phone number?";
+        let sources = [source("Ravi Mehta"), source("Anna Berg")];
+        let question = "Ravi's phone number?";
         let asked = format!("Answer from the numbered sources: {question}");
         let adds = |answer: &str| adds_own(question, &asked, answer, &sources);
         assert_eq!(
-            adds("The phone number of Kenji Watanabe is [1]."),
+            adds("The phone number of Ravi Mehta is [1]."),
             Adds::Nothing
         );
         assert_eq!(
-            adds("Kenji Watanabe's phone number is not mentioned."),
+            adds("Ravi Mehta's phone number is not mentioned."),
             Adds::Nothing
         );
         // An answer without the kind of fact asked for by name is none.
         assert_eq!(
-            adds("Kenji's phone number is kenji@brightloop.dev [1]."),
+            adds("Ravi's phone number is ravi@brightloop.dev [1]."),
             Adds::Nothing
         );
-        let question = "What's Marco's email?";
-        let marco = |answer: &str| adds_own(question, &asked, answer, &sources);
+        let question = "What's Paolo's email?";
+        let paolo = |answer: &str| adds_own(question, &asked, answer, &sources);
         assert_eq!(
-            marco("Marco's email is +31 6 2290 1184. [1]"),
+            paolo("Paolo's email is +31 6 2290 1184. [1]"),
             Adds::Nothing
         );
-        // An address no source gives Marco is none of his: from nowhere, or somebody else's.
+        // An address no source gives Paolo is none of his: from nowhere, or somebody else's.
+        assert_eq!(paolo("Paolo's email is paolo@ferri.it [1]."), Adds::Nothing);
         assert_eq!(
-            marco("Marco's email is marco@bellini.it [1]."),
+            paolo("Paolo's email is ravi@brightloop.dev [1]."),
             Adds::Nothing
         );
-        assert_eq!(
-            marco("Marco's email is kenji@brightloop.dev [1]."),
-            Adds::Nothing
-        );
-        let with_marco = [Source {
+        let with_paolo = [Source {
             number: 2,
-            uri: "note://People/Marco Bellini".to_string(),
-            title: "Marco Bellini".to_string(),
-            text: "email: marco@bellini.it".to_string(),
+            uri: "note://People/Paolo Ferri".to_string(),
+            title: "Paolo Ferri".to_string(),
+            text: "email: paolo@ferri.it".to_string(),
             ..sources[0].clone()
         }];
         assert_eq!(
-            adds_own(question, &asked, "It is marco@bellini.it [2].", &with_marco),
+            adds_own(question, &asked, "It is paolo@ferri.it [2].", &with_paolo),
             Adds::Something
         );
         // Asked about nobody by name ("her"), an address must still stand in some source.
-        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_marco);
-        assert_eq!(hers("Her email is marco@bellini.it [2]."), Adds::Something);
+        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_paolo);
+        assert_eq!(hers("Her email is paolo@ferri.it [2]."), Adds::Something);
         assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
         // Asked for no address, none is wanted.
         let lena = [Source {
@@ -349,11 +346,11 @@ mod tests {
             assert_eq!(count(answer), Adds::Something, "{answer}");
         }
         // A title the question does not name is words of the answer's own.
-        let who = |answer: &str| adds_own("Who is Kenji?", &asked, answer, &sources);
-        assert_eq!(who("Kenji Watanabe [1]."), Adds::Nothing);
+        let who = |answer: &str| adds_own("Who is Ravi?", &asked, answer, &sources);
+        assert_eq!(who("Ravi Mehta [1]."), Adds::Nothing);
         assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
         assert_eq!(
-            adds("Kenji Watanabe's phone number is 06 1234 5678 [1]."),
+            adds("Ravi Mehta's phone number is 06 1234 5678 [1]."),
             Adds::Something
         );
     }
@@ -381,11 +378,11 @@ mod tests {
         );
         let did = "Did I rate Import from Evernote?";
         assert_eq!(adds(did, "No, I did not rate it [1]."), Adds::VerdictOnly);
-        let epub = "Can I export my whole vault as an EPUB e-book?";
+        let mobi = "Can I export the entire vault as a MOBI e-book?";
         assert_eq!(
             adds(
-                epub,
-                "Yes, you can export your vault as an EPUB e-book from the Notebooks screen [1]."
+                mobi,
+                "Yes, you can export your vault as a MOBI e-book from the Notebooks screen [1]."
             ),
             Adds::Nothing
         );
@@ -409,7 +406,7 @@ mod tests {
         );
         assert_eq!(
             adds(
-                epub,
+                mobi,
                 "Only Evernote notebooks export, as ENEX files from the Notebooks screen [1]."
             ),
             Adds::Something
@@ -466,16 +463,16 @@ mod tests {
     /// and whether all of it was held.
     fn restate(question: &str, tokens: &[&str]) -> (String, bool) {
         let asked = format!("Answer from the numbered sources: {question}");
-        let jonathan = [Source {
+        let sebastian = [Source {
             number: 1,
-            uri: "note://People/Jonathan".to_string(),
-            title: "Jonathan".to_string(),
+            uri: "note://People/Sebastian".to_string(),
+            title: "Sebastian".to_string(),
             heading_path: Vec::new(),
             link: String::new(),
-            text: "email: jon@example.org".to_string(),
+            text: "email: seb@example.org".to_string(),
             passage: String::new(),
         }];
-        let own = OwnWords::new(question, &asked, &jonathan);
+        let own = OwnWords::new(question, &asked, &sebastian);
         let mut hold = Restating::new(Some(&own));
         let mut shown = String::new();
         for token in tokens {
@@ -489,25 +486,25 @@ mod tests {
 
     #[test]
     fn an_answer_is_held_only_while_it_says_the_question_again() {
-        let question = "What's Jonathan's email address?";
-        let (shown, held) = restate(question, &["Jonathan's", " email address", " is [1]."]);
+        let question = "What's Sebastian's email address?";
+        let (shown, held) = restate(question, &["Sebastian's", " email address", " is [1]."]);
         assert_eq!((shown.as_str(), held), ("", true));
-        // Tokens are pieces of words: "Jon" is no word of its own.
-        let (shown, held) = restate(question, &["Jon", "athan", "'s", " em", "ail", " address"]);
+        // Tokens are pieces of words: "Seb" is no word of its own.
+        let (shown, held) = restate(question, &["Seb", "astian", "'s", " em", "ail", " address"]);
         assert_eq!((shown.as_str(), held), ("", true));
         let (shown, held) = restate(
             question,
-            &["Jonathan's", " email address is", " jon@example.org [1]."],
+            &["Sebastian's", " email address is", " seb@example.org [1]."],
         );
         assert_eq!(
             (shown.as_str(), held),
-            ("Jonathan's email address is jon@example.org [1].", false)
+            ("Sebastian's email address is seb@example.org [1].", false)
         );
         // Somebody else's address is held to its end, however it is cut into tokens.
         let (shown, held) = restate(
             question,
             &[
-                "Jonathan's",
+                "Sebastian's",
                 " email is",
                 " lena@",
                 "harbor",
@@ -519,25 +516,28 @@ mod tests {
         );
         assert_eq!((shown.as_str(), held), ("", true));
         // A yes or no is held until words of its own follow it: "not" may go on "mentioned".
-        let question = "Is Jonathan a friend?";
-        let (shown, held) = restate(question, &["No", ", Jonathan"]);
+        let question = "Is Sebastian a friend?";
+        let (shown, held) = restate(question, &["No", ", Sebastian"]);
         assert_eq!((shown.as_str(), held), ("", true));
         let tokens = [
             "No",
-            ", Jonathan",
+            ", Sebastian",
             " is a colleague",
             " on the design team [1].",
         ];
         let (shown, held) = restate(question, &tokens);
         assert_eq!(
             (shown.as_str(), held),
-            ("No, Jonathan is a colleague on the design team [1].", false)
+            (
+                "No, Sebastian is a colleague on the design team [1].",
+                false
+            )
         );
         // Saying the sources lack it, in words of its own, is no answer: held to the end.
-        let question = "What's the price of Publish in euros for students?";
+        let question = "What's the price of Sync in dollars for teams?";
         let tokens = [
-            "The price of Publish",
-            " in euros for students is",
+            "The price of Sync",
+            " in dollars for teams is",
             " not",
             " mentioned in",
             " the given sources.",
@@ -547,13 +547,13 @@ mod tests {
         // Without sources there is nothing to hold for.
         let mut hold = Restating::new(None);
         let mut shown = String::new();
-        let _ = hold.pass("Jonathan's email", &mut |t| {
+        let _ = hold.pass("Sebastian's email", &mut |t| {
             shown.push_str(t);
             ControlFlow::Continue(())
         });
         assert_eq!(
             (shown.as_str(), hold.held_all()),
-            ("Jonathan's email", false)
+            ("Sebastian's email", false)
         );
     }
 }

@@ -25,8 +25,8 @@ use crate::{facts, markup};
 /// Notes the opening follows links to, for a question pointing at someone it does not name
 /// ([`someone_pointed_at`]), and how much of each it reads: a person's note opens with what a
 /// question about them asks (a birthday, an email, an employer in its properties and first
-/// lines). "When's the birthday of the person I talked to at the train station on 11 August
-/// 2022?" is answered by the day's line "I talked to [[Elias]]" and Elias's note, which
+/// lines). A question after the birthday of someone met at the train station on 11 August
+/// 2022 is answered by the day's line "I talked to [[Elias]]" and Elias's note, which
 /// shares no word with the question.
 const LINKED_NOTES: usize = 2;
 const LINKED_CHARS: usize = 300;
@@ -325,10 +325,10 @@ mod tests {
         let day = source(
             "2022-08-11",
             "- Something I want to do soon [[Plans]]\n\
-             I talked to (person:: [[Elias]]) and [[Noor]] on the train station, ![[station.jpg]]\n\
-             [[map.pdf]] from the [[train station]]",
+             I chatted to (person:: [[Elias]]) and [[Noor]] at the ferry terminal, ![[terminal.jpg]]\n\
+             [[map.pdf]] from the [[ferry terminal]]",
         );
-        let query = "When's the birthday of the person I talked to at the train station?";
+        let query = "When's the birthday of the person I chatted to at the ferry terminal?";
         // The first line bearing on the question that links notes: not the line before,
         // which shares no word with it, nor the line after; no embed, no file.
         let targets = |sources: &[Source]| -> Vec<String> {
@@ -339,12 +339,12 @@ mod tests {
         };
         assert_eq!(targets(std::slice::from_ref(&day)), ["Elias", "Noor"]);
         // A note among the sources already is read again, whole from the top.
-        let elias = source("Elias", "Met him at the station.");
+        let elias = source("Elias", "Met him at the terminal.");
         assert_eq!(targets(&[day.clone(), elias]), ["Elias", "Noor"]);
         // A link into a folder names the note by its last part.
         let folder = source(
             "2022-08-12",
-            "Talked to [[People/Sofie Jansen]] at the station",
+            "Chatted to [[People/Sofie Jansen]] at the terminal",
         );
         assert_eq!(
             linked_notes(query, "person", &[folder], &mut as_written),
@@ -383,7 +383,7 @@ mod tests {
         day.passage
             .insert_str(0, "2022-01-05: lunch with (person:: [[Alice]])\n");
         day.text = markup::plain(&day.passage);
-        let query = "When's the birthday of the person I talked to at the train station in 2022?";
+        let query = "When's the birthday of the person I chatted to at the ferry terminal in 2022?";
         assert_eq!(
             linked_notes(query, "person", &[day], &mut resolve),
             [LinkedNote {
@@ -417,9 +417,9 @@ mod tests {
 
         let day = source(
             "2022-01-10",
-            "- Went to the lecture\nmet:: I met Sophie at the trainstation with Easter eggs",
+            "- Went to the lecture\nmet:: I ran into Sophie at the ferryterminal with Easter eggs",
         );
-        let query = "What's the email of the person I met at the train station on Easter?";
+        let query = "What's the email of the person I ran into at the ferry terminal on Easter?";
         let mut searched = Vec::new();
         let mut note_named = |mention: Mention| match mention {
             Mention::Name(name) => {
@@ -446,18 +446,18 @@ mod tests {
     fn someone_pointed_at_by_what_they_did_is_found() {
         for (question, who) in [
             (
-                "When's the birthday of the person I talked to at the train station?",
+                "When's the birthday of the person I chatted to at the ferry terminal?",
                 "person",
             ),
             (
-                "What's the email of the friend whose birthday drinks I went to on 29 March?",
+                "What's the email of the friend whose leaving party I went to on 12 May?",
                 "friend",
             ),
             (
-                "What's the cat called of the neighbour who borrowed my ladder?",
+                "What's the dog called of the neighbour who lent me a drill?",
                 "neighbour",
             ),
-            ("Where does the person I spent Easter with work?", "person"),
+            ("Where does the person I went skiing with work?", "person"),
         ] {
             assert_eq!(
                 someone_pointed_at(question).as_deref(),
@@ -467,8 +467,8 @@ mod tests {
         }
         // A thing the question describes, or someone it names, is nobody pointed at.
         for question in [
-            "How do I make pasted images get saved next to the note I'm writing in?",
-            "How do I bring back a synced note I deleted?",
+            "How do I get dropped files stored beside the note I'm editing?",
+            "How do I recover a synced file I removed?",
             "When is Elias's birthday?",
             "Who did I bump into at the gym?",
         ] {

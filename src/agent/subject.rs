@@ -52,10 +52,10 @@ pub(super) fn addresses_stand_in(answer: &str, about: &str) -> bool {
 
 /// The names a question asks a fact about, when it asks for a date, a year, an amount, a
 /// count, a price, a rating, an ID, a length of time, an email address or a phone number.
-/// "How long is the free trial for Obsidian Sync?" got "30 days [1]", the payment terms of a
-/// commercial license (a line that names neither); "What's the price of Publish in euros for
-/// students?" got "1.1 times", a formula's factor from a note that never names Publish; "How
-/// did I rate Severance?" got "4/5", another show's rating.
+/// Asked the length of a Sync trial, Qwen2.5-1.5B gave "30 days [1]", the payment terms of a
+/// commercial license (a line that names neither); asked a student price of Publish in euros,
+/// "1.1 times", a formula's factor from a note that never names Publish; asked how a show
+/// was rated, "4/5", another show's rating.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Subject {
     /// Each name, lowercase: a word written with a capital past the question's first word.
@@ -65,13 +65,13 @@ pub(super) struct Subject {
 impl Subject {
     /// The subject of `question`, when it asks for such a fact ([`asks_a_figure`], a rating,
     /// the ID of something) about someone or something it names: with a capital, or in any case a word that
-    /// `sources` write only with one ([`capitalised_only`]: "how much did liam quote for the
-    /// gutters" names Liam), or a name the vault knows that it writes (`named`, lowercase: the
+    /// `sources` write only with one ([`capitalised_only`]: "how much did declan quote for the
+    /// gutters" names Declan), or a name the vault knows that it writes (`named`, lowercase: the
     /// names a question in Chinese gives, which has no capitals: [`super::named`]). `None`
     /// otherwise.
     pub(super) fn of(question: &str, sources: &[Source], named: &[String]) -> Option<Subject> {
         // Of a question of several sentences, the one asking the fact names whom it is
-        // asked of: "红烧排骨是跟谁学的？她电话多少" asks the number of the one who taught the
+        // asked of: "糖醋鱼是跟谁学的？她电话多少" asks the number of the one who taught the
         // recipe, not of the recipe's note.
         let question = asking_sentence(question)?;
         let asked = RATING_OR_ID.captures(question);
@@ -80,10 +80,10 @@ impl Subject {
         let fact = asked
             .and_then(|c| c.name("fact"))
             .map(|f| f.as_str().to_lowercase());
-        // An abbreviation names a subject too: "How many pages of the AR book have I read?"
-        // is answered from the book whose note names "AR", not from another book's count. So
-        // does an identifier written without capitals: "What's the project ID of project_11?"
-        // got "781", the ID of project_10.
+        // An abbreviation names a subject too: "How many chapters of the ML book are left?"
+        // is answered from the book whose note names "ML", not from another book's count. So
+        // does an identifier written without capitals: asked the ID of one numbered project,
+        // a model gave the ID of the project before it.
         static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"\b\p{L}[\p{L}\p{N}]*_[\p{L}\p{N}_]+\b").expect("valid regex")
         });
@@ -257,9 +257,9 @@ static RATING_OR_ID: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether `sentence` asks a fact of someone or something: a figure ([`asks_a_figure`]), a
 /// rating or an ID, a kind of fact by name (keys aside: asked of a command, whose line may
-/// name no system), or anything at all about what a number it gives picks out ("Who wrote
-/// the 347-page book I haven't started yet?" got "Conrad C", the author of another book,
-/// where the one of 347 pages names none).
+/// name no system), or anything at all about what a number it gives picks out (asked who
+/// wrote a book of a given page count, a model named the author of another book, where the
+/// one of that length names none).
 fn asks_a_fact(sentence: &str) -> bool {
     asks_a_figure(sentence)
         || RATING_OR_ID.is_match(sentence)

@@ -213,7 +213,7 @@ fn a_name_must_stand_in_a_source() {
     let mut given = known(&[
         "Teams › Commercial license\nA commercial license is charged per seat. Bookmark it.",
     ]);
-    given.know_names_in("In which city is the company behind Obsidian headquartered?");
+    given.know_names_in("In which country does the team behind Obsidian work?");
     assert_eq!(
         given.unsupported(
             "It is headquartered in San Francisco, California [1].",
@@ -251,7 +251,7 @@ fn a_version_the_question_names_must_stand_in_a_source() {
         "Download and install Obsidian\nObsidian runs on Windows 10 and later, macOS 11.",
         "Credits\nLicensed under the Apache License 2.0.",
     ]);
-    given.know_question("Does the desktop app still run on Windows 7?");
+    given.know_question("Does the current installer still support Windows 7?");
     assert_eq!(
         given.unsupported("Yes, it still runs on Windows 7 [1].", true),
         ["Windows 7"]
@@ -263,7 +263,7 @@ fn a_version_the_question_names_must_stand_in_a_source() {
     ] {
         assert!(given.unsupported(answer, true).is_empty(), "{answer}");
     }
-    given.know_question("When is Obsidian 2.0 coming out?");
+    given.know_question("When does Obsidian 2.0 ship?");
     assert_eq!(
         given.unsupported("Obsidian 2.0 is not scheduled yet [2].", true),
         ["Obsidian 2.0"]

@@ -1197,8 +1197,8 @@ fn a_day_asked_about_that_no_source_holds_is_no_answer() {
 }
 
 /// A date asked about someone named must stand where they are: a daily note's day is no
-/// answer to "When is Priya's birthday?" where that day's note speaks of Elif's. The same
-/// day is an answer to when Priya called, which that note's lines say.
+/// answer to "When is Ravi's birthday?" where that day's note speaks of Elif's. The same
+/// day is an answer to when Ravi called, which that note's lines say.
 #[test]
 fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
     let (_dir, vault) = temp_vault(&[
@@ -1208,16 +1208,16 @@ fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
         ),
         (
             "Journal/2025-04-11.md",
-            "- 17:00 video call with Priya, she got promoted\n",
+            "- 17:00 video call with Ravi, he got promoted\n",
         ),
     ]);
     let rig = rig(&vault);
-    let invented = "Priya's birthday is on February 14, 2025 [1].";
+    let invented = "Ravi's birthday is on February 14, 2025 [1].";
     let mut model = ScriptedModel::new([invented; 5], 8192);
     let (turn, _) = rig.ask(
         &mut model,
         AgentOptions::default(),
-        "When is Priya's birthday?",
+        "When is Ravi's birthday?",
     );
     assert!(
         turn.answer
@@ -1228,12 +1228,12 @@ fn a_fact_about_somebody_else_is_no_answer_about_the_one_asked() {
     assert!(!turn.answer.contains("2025 [1]"), "{}", turn.answer);
     assert!(turn.citations.iter().all(|c| !c.cited));
 
-    let answer = "Priya called on 11 April 2025 at 17:00 [1].";
+    let answer = "Ravi called on 11 April 2025 at 17:00 [1].";
     let mut model = ScriptedModel::new([answer], 8192);
     let (turn, _) = rig.ask(
         &mut model,
         AgentOptions::default(),
-        "When did Priya call me?",
+        "When did Ravi call me?",
     );
     assert_eq!(turn.answer, answer);
 }
@@ -1518,13 +1518,13 @@ fn a_follow_up_naming_another_day_is_asked_of_that_day() {
 fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
     let (_dir, vault) = temp_vault(&[(
         "Gift ideas.md",
-        "# Gift ideas\n\nFor Mum:\n\n- gardening gloves (size M)\n\
+        "# Gift ideas\n\nFor Dad:\n\n- gardening gloves (size M)\n\
          - the new Camilla Läckberg paperback\n- theatre tickets for the two of us\n",
     )]);
     let rig = rig(&vault);
-    let answer = "Mum would like the new Camilla Läckberg paperback or theatre tickets [1].";
+    let answer = "Dad would like the new Camilla Läckberg paperback or theatre tickets [1].";
     let mut model = ScriptedModel::new([answer], 8192);
-    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for mum?");
+    let (turn, conversation) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for dad?");
     assert_eq!(
         turn.answer,
         format!("{answer}\n\nAlso in that list [1]:\n- gardening gloves (size M)")
@@ -1538,7 +1538,7 @@ fn the_items_an_answer_leaves_out_of_a_list_it_names_follow_it() {
         "Theatre tickets for the two of you [1].",
     ] {
         let mut model = ScriptedModel::new([answer], 8192);
-        let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for mum?");
+        let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "gift ideas for dad?");
         assert_eq!(turn.answer, answer);
     }
 }
@@ -1634,17 +1634,17 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
     let (_dir, vault) = temp_vault(&[
         (
             "Daily/2022-08-11.md",
-            "Bought stamps.\nI talked to [[Elias]] at the train station.\n",
+            "Bought stamps.\nI chatted to [[Elias]] at the ferry terminal.\n",
         ),
         (
             "People/Elias.md",
-            "---\nbirthday: 1984-06-14\n---\n# Elias\nKnows trains.\n",
+            "---\nbirthday: 1984-06-14\n---\n# Elias\nKnows ferries.\n",
         ),
-        ("Trains.md", "The train station opens at six.\n"),
+        ("Ferries.md", "The ferry terminal opens at six.\n"),
     ]);
     let rig = rig(&vault);
     let mut model = ScriptedModel::new(["Elias was born on 1984-06-14 [4].", "yes"], 8192);
-    let question = "When's the birthday of the person I talked to at the train station?";
+    let question = "When's the birthday of the person I chatted to at the ferry terminal?";
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), question);
     let reads: Vec<_> = turn
         .steps
@@ -1685,7 +1685,7 @@ fn someone_pointed_at_is_found_by_the_link_in_the_line_described() {
     let (turn, _) = rig.ask(
         &mut model,
         AgentOptions::default(),
-        "When does the train station open?",
+        "When does the ferry terminal open?",
     );
     assert!(call_names(&turn).iter().all(|name| *name != "read_note"));
     assert!(!model.prompts[0].contains("it asks about"));
@@ -1703,12 +1703,12 @@ fn a_figure_from_a_line_about_something_else_is_no_answer() {
             "# Home\n\n## Landlord\nHenk de Vries\n- phone: 06 4410 2287\n",
         ),
         (
-            "People/Anna Berg.md",
-            "# Anna Berg\n\n- phone: +31 6 4182 7730\n",
+            "People/Lotte Smit.md",
+            "# Lotte Smit\n\n- phone: +31 6 4182 7730\n",
         ),
     ]);
     let rig = rig(&vault);
-    let invented = "The dentist's phone number is 06 4410 2287 [1].";
+    let invented = "The physio's phone number is 06 4410 2287 [1].";
     let mut model = ScriptedModel::new(
         [
             invented,
@@ -1721,12 +1721,12 @@ fn a_figure_from_a_line_about_something_else_is_no_answer() {
     let (turn, _) = rig.ask(
         &mut model,
         AgentOptions::default(),
-        "What's my dentist's phone number?",
+        "What's my physio's phone number?",
     );
     let check = &model.prompts[1];
     assert!(
         check.contains("Notes, Home › Landlord:\nHenk de Vries\n- phone: 06 4410 2287")
-            && check.contains("Answer: The dentist's phone number is 06 4410 2287."),
+            && check.contains("Answer: The physio's phone number is 06 4410 2287."),
         "{check}"
     );
     assert_eq!(
@@ -1746,20 +1746,20 @@ fn a_figure_from_a_line_about_something_else_is_no_answer() {
     assert!(turn.citations.iter().all(|c| !c.cited));
 
     // Said of the one asked about, the same kind of line is the answer.
-    let answer = "Anna's phone number is +31 6 4182 7730 [1].";
+    let answer = "Lotte's phone number is +31 6 4182 7730 [1].";
     let mut model = ScriptedModel::new([answer, "yes"], 8192);
     let (turn, _) = rig.ask(
         &mut model,
         AgentOptions::default(),
-        "What's Anna's phone number?",
+        "What's Lotte's phone number?",
     );
-    assert!(model.prompts[1].contains("Notes, Anna Berg:\n- phone: +31 6 4182 7730"));
+    assert!(model.prompts[1].contains("Notes, Lotte Smit:\n- phone: +31 6 4182 7730"));
     assert_eq!(turn.answer, answer);
     assert_eq!(
         turn.steps.iter().map(|s| s.kind).collect::<Vec<_>>(),
         ["retrieve", "answer", "check"]
     );
-    assert_eq!(cited_uris(&turn), ["note://People/Anna Berg"]);
+    assert_eq!(cited_uris(&turn), ["note://People/Lotte Smit"]);
 }
 
 /// A question in Chinese names whom it asks about by a note's title or alias, which no
@@ -1791,8 +1791,8 @@ fn a_name_the_vault_knows_picks_out_whom_a_chinese_question_asks_about() {
 }
 
 /// A name asked for that stands in a line naming nothing the question asks about is no
-/// answer, without a model call: "whats the audiologists name" answered with a name from a
-/// line about a girlfriend. A name from the line that names the audiologist stands.
+/// answer, without a model call: asked the chiropodist's name, a name from a line about a
+/// girlfriend. A name from the line that names the chiropodist stands.
 #[test]
 fn a_name_from_a_line_about_something_else_is_no_answer() {
     let (_dir, vault) = temp_vault(&[
@@ -1802,12 +1802,12 @@ fn a_name_from_a_line_about_something_else_is_no_answer() {
         ),
         (
             "Daily/2023-10-02.md",
-            "- hearing test for mam, the audiologist was Nuala Byrne, lovely\n",
+            "- foot check for mam, the chiropodist was Nuala Byrne, lovely\n",
         ),
     ]);
     let rig = rig(&vault);
-    let asked = "whats the audiologists name";
-    let wrong = "The audiologist's name is Oisín [1].";
+    let asked = "whats the chiropodists name";
+    let wrong = "The chiropodist's name is Oisín [1].";
     let mut model = ScriptedModel::new([wrong; 5], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), asked);
     assert!(
@@ -1818,7 +1818,7 @@ fn a_name_from_a_line_about_something_else_is_no_answer() {
     );
     assert!(turn.citations.iter().all(|c| !c.cited));
 
-    let right = "The audiologist was Nuala Byrne [1].";
+    let right = "The chiropodist was Nuala Byrne [1].";
     let mut model = ScriptedModel::new([right], 8192);
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), asked);
     assert_eq!(turn.answer, right);

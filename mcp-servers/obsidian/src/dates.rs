@@ -757,7 +757,7 @@ mod tests {
     #[test]
     fn days_in_every_written_form() {
         for q in [
-            "How much did I pay for the jacket on 5 Jan 2022?",
+            "How much did I pay for the scarf on 5 Jan 2022?",
             "How many steps did I walk on the 5th of January 2022?",
             "What time did I get up on Jan 5th, 2022?",
             "Who was around on January 5, 2022?",
@@ -787,8 +787,8 @@ mod tests {
         let today = d("2026-11-28");
         let yearless =
             |q: &str| -> Vec<bool> { mentioned(q, today).iter().map(|m| m.yearless).collect() };
-        assert_eq!(yearless("what did i do on Jan 9th"), [true]);
-        assert_eq!(yearless("anything happen on 8th feb?"), [true]);
+        assert_eq!(yearless("what did i eat on Jan 9th"), [true]);
+        assert_eq!(yearless("anything happen on 12th feb?"), [true]);
         assert_eq!(yearless("in March"), [true]);
         assert_eq!(yearless("5月11日"), [true]);
         assert_eq!(

@@ -102,7 +102,7 @@ mod tests {
         );
         assert_eq!(invented, "The notes do not say: none of them gives €45.");
         let chinese = made_up_reason(
-            "汉马前陪我跑18公里的那个朋友，半马最好成绩是多少",
+            "上周陪我骑18公里的那个同事，全马最好成绩是多少",
             &["18".to_string()],
             answer_lines(Some(Language::Chinese)),
         );

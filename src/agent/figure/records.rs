@@ -13,8 +13,8 @@ use crate::sources::Source;
 
 /// Search terms of a question another record must name beyond those the line does
 /// ([`another_record_is_asked`]): one is often a word a name holds by chance ("Hallam
-/// Bathrooms" beside the plumber's row, for "How much did the plumber quote me for doing the
-/// bathroom?").
+/// Bathrooms" beside the plumber's row, for a question asking the plumber's quote for the
+/// bathroom).
 const MORE_NAMED: usize = 2;
 
 /// Whether `line` is one of a run of parallel records in `sources` (rows of a table, or list
@@ -24,8 +24,8 @@ const MORE_NAMED: usize = 2;
 /// the question and the line's is not ([`label_is_asked`]). Parallel records are things of a
 /// kind, so the one naming what is asked is where its answer stands; a figure or name from
 /// another belongs to something else. Asked what the notes cannot answer, Qwen2.5-1.5B took
-/// the first: "what brand is the electric blanket I got mam" got the walking boots' brand
-/// from Rory's row (Mam's row names the blanket, and no brand); "厨房水槽是什么牌子的" the
+/// the first: asked the brand of the electric blanket bought for Mam, it gave the walking
+/// boots' brand from Rory's row (Mam's row names the blanket, and no brand); "厨房水槽是什么牌子的" the
 /// cabinets' 欧派 from the row `| 橱柜（欧派） |` above `| 水槽+龙头 |`; "从大理回武汉坐的哪趟
 /// 航班？" the flight of `- 去：…` above `- 回：…，中午的航班`. Unlabelled items are notes on
 /// one subject, where the line giving a figure often names nothing ("- total treatment

@@ -40,7 +40,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     assert_eq!(found.shown(), "Quote from Smit: €14,750 incl. VAT.");
 
     let found = FigureLine::find(
-        "What's my dentist's phone number?",
+        "What's my physio's phone number?",
         "It is 06 4410 2287.",
         &sources,
     )
@@ -95,15 +95,18 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     let quotes = source(
         4,
         "Workshop roof",
-        "## Quotes\n| Who | Price |\n|---|---|\n| Pádraig Coyne | €3,850 |\n| Murt Flaherty | €4,250 |",
+        "## Quotes\n| Who | Price |\n|---|---|\n| Pádraig Coyne | €3,850 |\n| Cathal Flaherty | €4,250 |",
     );
     let found = FigureLine::find(
-        "how much did the other roofer want, murt",
+        "how much did the other roofer want, cathal",
         "The other roofer wanted €4,250 [4].",
         &[quotes],
     )
     .expect("a figure in a row");
-    assert_eq!(found.shown(), "| Who | Price |\n| Murt Flaherty | €4,250 |");
+    assert_eq!(
+        found.shown(),
+        "| Who | Price |\n| Cathal Flaherty | €4,250 |"
+    );
 }
 
 #[test]
@@ -134,18 +137,18 @@ fn a_day_from_a_notes_title_is_checked_on_the_line_that_bears_on_the_question() 
     let sources = [source(
         1,
         "2025-02-14",
-        "Work was long.\nValentine's dinner with Jesse at Héron.\nWalked home.",
+        "Work was long.\nValentine's dinner with Ruth at Héron.\nWalked home.",
     )];
     let found = FigureLine::find(
-        "When is Jesse's birthday?",
-        "Jesse's birthday is on February 14, 2025. [1]",
+        "When is Ruth's birthday?",
+        "Ruth's birthday is on February 14, 2025. [1]",
         &sources,
     )
     .expect("the day of the note");
     assert_eq!(found.figure, "February 14, 2025");
-    assert_eq!(found.claim, "Jesse's birthday is on February 14, 2025.");
+    assert_eq!(found.claim, "Ruth's birthday is on February 14, 2025.");
     // A line saying enough of its own is read alone.
-    assert_eq!(found.shown(), "Valentine's dinner with Jesse at Héron.");
+    assert_eq!(found.shown(), "Valentine's dinner with Ruth at Héron.");
 }
 
 #[test]
@@ -253,7 +256,7 @@ fn the_figure_checked_is_the_first_of_the_kind_asked() {
     assert_eq!(found.figure, "14:30");
     // A question that names no kind checks the answer's first figure, as written first.
     let found = FigureLine::find(
-        "What's my dentist's phone number?",
+        "What's my physio's phone number?",
         "£72.65, posted 3 March 2025 [1].",
         &sources,
     )
@@ -266,13 +269,13 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
     let day = source(
         1,
         "2023-12-24",
-        "## Christmas Eve\n- She brought her own ham, boiled it herself\n\
+        "## Christmas Eve\n- She brought her own pudding, steamed it herself\n\
          - collected the turkey from Mannion's butchers — €78\nbought:: jacket\npaid:: 99$\n\
          - 车险 续了，平安\n- 总共花了 30399，超预算 1899",
     );
     let found = FigureLine::find(
-        "what did the christmas ham cost",
-        "The Christmas ham cost €78 [1].",
+        "what did the christmas pudding cost",
+        "The Christmas pudding cost €78 [1].",
         std::slice::from_ref(&day),
     )
     .expect("the line");
@@ -299,7 +302,7 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
 #[test]
 fn a_rate_per_another_period_than_asked_is_no_answer() {
     assert_eq!(
-        Per::in_text("what does oisín get paid an hour"),
+        Per::in_text("what does áine get paid an hour"),
         Some(Per::Hour)
     );
     assert_eq!(Per::in_text("€150 per month"), Some(Per::Month));
@@ -309,13 +312,13 @@ fn a_rate_per_another_period_than_asked_is_no_answer() {
     assert_eq!(Per::in_text("How much did the plumber charge?"), None);
     let sources = [source(
         1,
-        "2023-08-15 Oisín orthodontist",
+        "2023-08-15 Áine orthodontist",
         "- deposit €800 paid today, then €150 a month by DD",
     )];
-    let asked = "what does oisín get paid an hour at the chipper";
+    let asked = "what does áine get paid an hour at the bakery";
     // Checked: what someone is paid asks for an amount.
     let found =
-        FigureLine::checked(asked, "Oisín gets €150 per month [1].", &sources).expect("the line");
+        FigureLine::checked(asked, "Áine gets €150 per month [1].", &sources).expect("the line");
     assert_eq!(found.no_answer, Some(NoAnswer::OtherPeriod));
     let found = FigureLine::find(
         "how much is the brace a month",
@@ -331,7 +334,7 @@ fn a_rate_per_another_period_than_asked_is_no_answer() {
 
 #[test]
 fn a_claim_naming_nothing_asked_about_is_read_after_the_sentence_before() {
-    let asked = "how much was mam's bathroom grant in the end";
+    let asked = "how much was dad's boiler grant in the end";
     let answer = "The grant was approved on 21 September. The total was €6,900, with tiling.";
     assert_eq!(
         claim_about(asked, answer, "6,900"),
@@ -358,41 +361,41 @@ fn a_name_from_a_line_naming_nothing_asked_about_is_no_answer() {
         FigureLine::find_name(question, answer, &sources).expect("a name in a line")
     };
     let nothing_asked = Some(NoAnswer::NothingAsked);
-    // "her name" names no audiologist; "Variety" heads the carrots' column, not garlic's.
+    // "her name" names no chiropodist; "Variety" heads the carrots' column, not potatoes'.
     let girlfriend = name(
-        "whats the audiologists name",
-        "The audiologist's name is Oisín Daly. [1]",
+        "whats the chiropodists name",
+        "The chiropodist's name is Oisín Daly. [1]",
         "2023-11-11",
         "- Oisín has a girlfriend apparently. won't tell us her name",
     );
     assert_eq!(girlfriend.no_answer, nothing_asked);
     let carrots = name(
-        "which garlic variety did i put in",
-        "The garlic variety was Nantes 2 [1].",
+        "which potato variety did i put in",
+        "The potato variety was Nantes 2 [1].",
         "Allotment 2023",
         "| Crop | Variety | Brand |\n|---|---|---|\n| carrots | Nantes 2 | Corrib Seeds |",
     );
     assert_eq!(carrots.no_answer, nothing_asked);
     let friend = name(
-        "找我出书的那个出版社编辑叫什么名字？",
-        "出版社编辑的名字是浩子。[1]",
+        "找我做设计的那个工作室老板叫什么名字？",
+        "工作室老板的名字是浩子。[1]",
         "2024-10-19",
         "- 浩子 约 11月 一起 报 一个 越野 10k",
     );
     assert_eq!(friend.no_answer, nothing_asked);
     // Where the thing asked about is named, in the line, its heading or its note's title.
     let insurer = name(
-        "who's the van insured with",
-        "The van is insured with Atlantic Direct [1].",
-        "Van",
+        "who's the boat insured with",
+        "The boat is insured with Atlantic Direct [1].",
+        "Boat",
         "- **Insurance**: Atlantic Direct, business use.",
     );
     assert_eq!(insurer.no_answer, None);
     let seeds = name(
-        "which brand were the beetroot seeds?",
+        "which brand were the parsnip seeds?",
         "Moyne Organics [1].",
         "Allotment 2023",
-        "| Crop | Variety | Brand |\n|---|---|---|\n| beetroot | Boltardy | Moyne Organics |",
+        "| Crop | Variety | Brand |\n|---|---|---|\n| parsnip | Gladiator | Moyne Organics |",
     );
     assert_eq!(seeds.no_answer, None);
     let garage = name(
@@ -411,10 +414,10 @@ fn a_name_is_read_with_what_its_line_is_about() {
     let sources = [source(
         1,
         "2025-03-14",
-        "- 11:00 Budget review — long one\n\nmet:: Anna Berg, Lena Kowalski",
+        "- 11:00 Design review — long one\n\nmet:: Anna Berg, Lena Kowalski",
     )];
     let found = FigureLine::find_name(
-        "who was in the budget review",
+        "who was in the design review",
         "Anna Berg and Lena Kowalski [1].",
         &sources,
     )
@@ -423,11 +426,11 @@ fn a_name_is_read_with_what_its_line_is_about() {
     let sources = [source(
         1,
         "2024-10-19",
-        "- 有个 出版社 编辑 私信 问 要不要 出 书\n- 浩子 约 11月 一起 报 一个 越野 10k",
+        "- 有个 工作室 老板 私信 问 要不要 做 设计\n- 浩子 约 11月 一起 报 一个 越野 10k",
     )];
     let found = FigureLine::find_name(
-        "找我出书的那个出版社编辑叫什么名字？",
-        "出版社编辑的名字是浩子。[1]",
+        "找我做设计的那个工作室老板叫什么名字？",
+        "工作室老板的名字是浩子。[1]",
         &sources,
     )
     .expect("a name in a line");
@@ -446,19 +449,19 @@ fn a_name_is_read_with_what_its_line_is_about() {
 #[test]
 fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_answer() {
     let other_item = Some(NoAnswer::OtherItem);
-    // Mam's row names the blanket and gives no brand: the brand is the boots'.
+    // Mam's row names the kettle and gives no brand: the brand is the boots'.
     let presents = [source(
         1,
         "Christmas presents 2023",
-        "| Who | What | Cost | Got? |\n|---|---|---|---|\n| Rory | Meindl walking boots | €189 | ✔ |\n| [[Bríd Kinsella\\|Mam]] | electric blanket, double | €69 | ✔ |",
+        "| Who | What | Cost | Got? |\n|---|---|---|---|\n| Rory | Meindl walking boots | €189 | ✔ |\n| [[Bríd Kinsella\\|Mam]] | electric kettle, cordless | €69 | ✔ |",
     )];
-    let blanket = FigureLine::find_name(
-        "what brand is the electric blanket I got mam",
-        "The electric blanket I got Mam is from Meindl. [1]",
+    let kettle = FigureLine::find_name(
+        "what brand is the electric kettle I got mam",
+        "The electric kettle I got Mam is from Meindl. [1]",
         &presents,
     )
     .expect("a name in a line");
-    assert_eq!(blanket.no_answer, other_item);
+    assert_eq!(kettle.no_answer, other_item);
     // Asked of the row that gives it, it stands.
     let boots = FigureLine::find_name(
         "what brand were rory's walking boots",
@@ -473,7 +476,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "How Obsidian stores data",
         "## Global settings\nObsidian stores global settings in a system folder.\n\n- **macOS**: `/Users/yourusername/Library/Application Support/obsidian`\n- **Windows**: `%APPDATA%\\Obsidian\\`\n- **Linux**: `$XDG_CONFIG_HOME/obsidian/` or `~/.config/obsidian/`",
     )];
-    let question = "On Linux, where does the app keep its app-wide settings?";
+    let question = "Where does the app keep its app-wide settings on a Linux machine?";
     let linux = FigureLine::find_name(
         question,
         "For macOS, it's `/Users/yourusername/Library/Application Support/obsidian`, for Windows, it's `%APPDATA%\\Obsidian\\`, and for Linux, it's `$XDG_CONFIG_HOME/obsidian/` [1].",
@@ -494,11 +497,11 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     let flights = [source(
         1,
         "Camino Portugués 2023",
-        "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: flight home from Santiago, Wed 20 Sept — Orla booked it",
+        "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: flight home from Lisbon, Wed 20 Sept — Orla booked it",
     )];
     let home = FigureLine::find(
-        "flight number for the way home from santiago",
-        "The flight home from Santiago is FR 7262. [1]",
+        "flight number for the journey home from lisbon",
+        "The flight home from Lisbon is FR 7262. [1]",
         &flights,
     )
     .expect("a figure in a line");
@@ -513,26 +516,26 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     // Unlabelled items are notes on one subject: the total is the braces'.
     let braces = [source(
         1,
-        "2023-08-15 Oisín orthodontist",
+        "2023-08-15 Cian orthodontist",
         "- braces fitted, upper + lower, metal\n- total treatment €4,200, approx 18–24 months",
     )];
     let total = FigureLine::find(
-        "how much are oisín's braces costing altogether",
+        "how much are cian's braces costing altogether",
         "€4,200 [1]",
         &braces,
     )
     .expect("a figure in a line");
     assert_eq!(total.no_answer, None);
     // So is a labelled item beside an unlabelled line.
-    let gemma = [source(
+    let nuala = [source(
         1,
-        "Gemma Ward",
-        "- fee this year €650 (was €600)\n- meeting: [[2023-05-10 Gemma tax return]]",
+        "Nuala Ward",
+        "- fee this year €650 (was €600)\n- meeting: [[2023-05-10 Nuala tax return]]",
     )];
     let fee = FigureLine::find(
-        "What does Gemma charge me for doing the tax return?",
-        "Gemma charges €650 [1].",
-        &gemma,
+        "What does Nuala charge me for doing the tax return?",
+        "Nuala charges €650 [1].",
+        &nuala,
     )
     .expect("a figure in a line");
     assert_eq!(fee.no_answer, None);
@@ -543,7 +546,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "| Who | What | Quote |\n|---|---|---|\n| Dave Pritchard | strip out, plumbing, fit suite | £4,850 |\n| Hallam Bathrooms | full job inc tiling | £6,200 |",
     )];
     let plumber = FigureLine::find(
-        "How much did the plumber quote me for doing the bathroom?",
+        "How much was I quoted by the plumber for the bathroom?",
         "The plumber quoted £4,850 [1].",
         &quotes,
     )

@@ -1,5 +1,5 @@
 //! Holidays, by the names people write them with: a question asks "what did we eat on
-//! Christmas Eve?", "easter sunday, what did we do" or "圣诞节那天做了什么", not "on 24
+//! Christmas Eve?", "easter sunday, where did we go" or "圣诞节那天做了什么", not "on 24
 //! December". Those on a fixed day and those counted from Easter (with the `computus` crate)
 //! are read; those of the lunar calendar (春节, 中秋, 端午) are not yet.
 
@@ -204,7 +204,7 @@ mod tests {
         );
         assert_eq!(named("元旦去哪了"), day("2026-01-01", true));
         assert_eq!(
-            named("easter sunday, what did we do"),
+            named("easter sunday, where did we go"),
             day("2026-04-05", true)
         );
         assert_eq!(
