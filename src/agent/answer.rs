@@ -298,7 +298,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             return Ok(Reading::Found(Box::new(Answered {
                 text: answer.to_string(),
                 quote_at: None,
-                opening_from: from_first_source(answer),
+                opening_from: from_first_source(answer, answer.len()),
                 completion,
                 attribution: None,
                 notes_lack_it: false,
@@ -331,7 +331,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
             check = checked;
         }
-        let opening_from = from_first_source(&own).map(|(_, numbers)| (answer.len(), numbers));
+        let opening_from = from_first_source(&own, answer.len());
         Ok(Reading::Found(Box::new(Answered {
             text: answer.to_string(),
             quote_at: None,
@@ -416,12 +416,12 @@ pub(super) fn withdrawn(
     }
 }
 
-/// A second reading's attribution: it came from source 1, whether or not it says so; `None`
-/// when `answer` cites a source itself.
-fn from_first_source(answer: &str) -> Option<OpeningSources> {
-    cited_numbers(answer)
+/// A second reading's attribution up to `end`: it came from source 1, whether or not it says
+/// so; `None` when `own` (its words) cites a source itself.
+fn from_first_source(own: &str, end: usize) -> Option<OpeningSources> {
+    cited_numbers(own)
         .is_empty()
-        .then(|| (answer.len(), BTreeSet::from([1])))
+        .then(|| (end, BTreeSet::from([1])))
 }
 
 /// What the answer step produced.
