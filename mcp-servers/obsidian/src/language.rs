@@ -1,8 +1,11 @@
 //! The language a text is written in, told by its script, for the languages whose script says
 //! it: Chinese, Japanese and Korean. The server ranks such a query by words alone when the
-//! embedding model does not cover its language; recall answers in it. Pure.
+//! embedding model does not cover its language; recall answers in it (and in German, French or
+//! Spanish, which recall tells by their words). Pure.
 
-/// A language whose script names it.
+/// A language other than English that Recall tells apart: by its script (Chinese, Japanese,
+/// Korean: [`Language::of`]), or, for recall's answers alone, by its words (German, French,
+/// Spanish: `recall::language::asked_in`), which this crate does not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     /// Han characters without kana.
@@ -11,6 +14,12 @@ pub enum Language {
     Japanese,
     /// Hangul.
     Korean,
+    /// German, told by its words.
+    German,
+    /// French, told by its words.
+    French,
+    /// Spanish, told by its words.
+    Spanish,
 }
 
 impl Language {
@@ -49,6 +58,9 @@ impl Language {
             Language::Chinese => "Chinese",
             Language::Japanese => "Japanese",
             Language::Korean => "Korean",
+            Language::German => "German",
+            Language::French => "French",
+            Language::Spanish => "Spanish",
         }
     }
 
@@ -59,6 +71,9 @@ impl Language {
             Language::Chinese => "zh",
             Language::Japanese => "ja",
             Language::Korean => "ko",
+            Language::German => "de",
+            Language::French => "fr",
+            Language::Spanish => "es",
         }
     }
 }
