@@ -291,6 +291,9 @@ pub struct Citation {
     /// this one holds them (see [`crate::support`]). Empty when cited as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replaces: Vec<usize>,
+    /// What the model was shown of the note: the passage the answer read, shown on demand
+    /// under the answer (`recall serve`'s page).
+    pub passage: String,
 }
 
 /// The sources of one turn, in the order they were first returned.
@@ -616,6 +619,7 @@ impl Sources {
             link: s.link.clone(),
             cited,
             replaces: Vec::new(),
+            passage: s.text.clone(),
         }
     }
 }

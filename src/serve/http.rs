@@ -8,7 +8,6 @@
 //! none with them), the body bound, then the API key.
 
 use std::collections::VecDeque;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,7 +15,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,10 +24,12 @@ use axum::{Json, Router};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::access::{Access, is_same_origin};
 use super::openai::{
     ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta, ErrorBody, MODEL_ID, Model,
     ModelList, ResponseMessage,
 };
+use super::status::{Board, Status};
 use super::{Finished, Job, JobError, JobEvent, JobRequest};
 
 /// The largest request body taken: a long chat's history is tens of kilobytes; this is room
@@ -38,70 +39,6 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// How often an idle stream sends a comment line: a client that has gone away is noticed
 /// (the write fails) and its turn stopped, even while the model is still reading the prompt.
 const STREAM_KEEP_ALIVE: Duration = Duration::from_secs(1);
-
-/// Who may call: the API key asked for (if any) and the origins allowed besides the built-in
-/// ones.
-#[derive(Debug, Clone, Default)]
-pub struct Access {
-    /// Every request must carry `Authorization: Bearer KEY`.
-    pub api_key: Option<String>,
-    /// Origins allowed besides Obsidian's and loopback's (`--allow-origin`).
-    pub extra_origins: Vec<String>,
-}
-
-impl Access {
-    /// True for a browser origin that may call: Obsidian on the desktop (`app://obsidian.md`)
-    /// and on mobile (`capacitor://localhost`), a page on this machine (`http://localhost`,
-    /// `127.0.0.1` or `[::1]`, any port), and the ones named by `--allow-origin`.
-    pub fn allows_origin(&self, origin: &str) -> bool {
-        if matches!(origin, "app://obsidian.md" | "capacitor://localhost")
-            || self.extra_origins.iter().any(|o| o == origin)
-        {
-            return true;
-        }
-        origin.strip_prefix("http://").is_some_and(names_loopback)
-    }
-
-    /// True for a `Host` header this server answers: any, when an API key guards it; else only
-    /// a loopback name (`localhost`, `127.0.0.1`, `[::1]`, any port). A page elsewhere whose
-    /// name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
-    pub fn allows_host(&self, host: &str) -> bool {
-        self.api_key.is_some() || names_loopback(host)
-    }
-
-    /// True when `headers` carry the key, or none is asked for. The comparison takes as long
-    /// whatever the first wrong byte (a key guessed byte by byte over the network).
-    fn authorizes(&self, headers: &HeaderMap) -> bool {
-        let Some(key) = &self.api_key else {
-            return true;
-        };
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        given.len() == key.len()
-            && given
-                .bytes()
-                .zip(key.bytes())
-                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-                == 0
-    }
-}
-
-/// Whether `host_port` (`HOST` or `HOST:PORT`) names this machine's loopback.
-fn names_loopback(host_port: &str) -> bool {
-    let host = match host_port.rsplit_once(':') {
-        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => host_port,
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -118,10 +55,13 @@ pub struct AppState {
     pub last_turn_ms: Arc<AtomicU64>,
     /// The Ctrl-C token: every job's token is its child.
     pub shutdown: CancellationToken,
+    /// What the server runs on and how its turns go, kept current by the worker.
+    pub board: Board,
 }
 
-/// The router: `/v1/models`, `/v1/models/recall`, `/v1/chat/completions`, behind the layers
-/// the module's doc lists.
+/// The router: the page (`/`, its script and style) and the API (`/v1/models`,
+/// `/v1/models/recall`, `/v1/chat/completions`, `/v1/recall/status`), behind the layers the
+/// module's doc lists; the key is asked for by the API's routes only.
 pub fn router(state: AppState) -> Router {
     let access = state.access.clone();
     let cors = tower_http::cors::CorsLayer::new()
@@ -132,15 +72,20 @@ pub fn router(state: AppState) -> Router {
         // OpenAI's JavaScript SDK sends headers of its own (x-stainless-…): take what is asked.
         .allow_headers(tower_http::cors::AllowHeaders::mirror_request())
         .max_age(Duration::from_secs(600));
-    Router::new()
+    let api = Router::new()
         .route("/v1/models", get(models).fallback(method_not_allowed))
         .route("/v1/models/{id}", get(model).fallback(method_not_allowed))
         .route(
             "/v1/chat/completions",
             post(chat_completions).fallback(method_not_allowed),
         )
+        .route(
+            "/v1/recall/status",
+            get(status).fallback(method_not_allowed),
+        )
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
+    api.merge(super::page::routes())
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(cors)
         .layer(middleware::from_fn_with_state(state.clone(), check_origin))
@@ -179,7 +124,9 @@ fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> 
 async fn check_origin(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        if !state.access.allows_origin(origin) {
+        let host = request.headers().get(header::HOST);
+        let host = host.and_then(|h| h.to_str().ok());
+        if !state.access.allows_origin(origin) && !is_same_origin(origin, host) {
             return error(
                 StatusCode::FORBIDDEN,
                 "invalid_request_error",
@@ -210,8 +157,8 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
         StatusCode::NOT_FOUND,
         "invalid_request_error",
         format!(
-            "no route {method} {uri}: recall serve answers GET /v1/models and POST \
-             /v1/chat/completions"
+            "no route {method} {uri}: recall serve answers GET / (its page), GET /v1/models, \
+             POST /v1/chat/completions and GET /v1/recall/status"
         ),
     )
 }
@@ -241,6 +188,12 @@ async fn model(State(state): State<AppState>, Path(id): Path<String>) -> Respons
             format!("no model {id:?}: recall serve offers one model, {MODEL_ID:?}"),
         )
     }
+}
+
+async fn status(State(state): State<AppState>) -> Json<Status> {
+    let mut status = state.board.read();
+    status.turns.waiting = state.jobs.max_capacity() - state.jobs.capacity();
+    Json(status)
 }
 
 async fn chat_completions(
@@ -509,6 +462,7 @@ mod tests {
             next_request: Arc::new(AtomicU64::new(0)),
             last_turn_ms: Arc::new(AtomicU64::new(4_000)),
             shutdown: CancellationToken::new(),
+            board: Board::default(),
         };
         (state, received)
     }
@@ -552,6 +506,7 @@ mod tests {
             link: "obsidian://open?vault=v&file=Sync%23Pricing".into(),
             cited: true,
             replaces: Vec::new(),
+            passage: "Sync costs $4 a month.".into(),
         };
         job.events.send(JobEvent::Started).unwrap();
         for text in ["Sync is ", "a paid service [1]."] {
@@ -567,35 +522,6 @@ mod tests {
             finish_reason: "stop",
         };
         job.events.send(JobEvent::Finished(finished)).unwrap();
-    }
-
-    #[test]
-    fn obsidian_and_local_pages_are_allowed_origins_and_others_are_not() {
-        let access = Access {
-            api_key: None,
-            extra_origins: vec!["https://chat.example.org".into()],
-        };
-        for origin in [
-            "app://obsidian.md",
-            "capacitor://localhost",
-            "http://localhost",
-            "http://localhost:3000",
-            "http://127.0.0.1:8080",
-            "http://[::1]:5173",
-            "https://chat.example.org",
-        ] {
-            assert!(access.allows_origin(origin), "{origin}");
-        }
-        for origin in [
-            "https://evil.example",
-            "http://localhost.evil.example",
-            "http://10.0.0.5:3000",
-            "https://localhost",
-            "null",
-            "app://obsidian.md.evil",
-        ] {
-            assert!(!access.allows_origin(origin), "{origin}");
-        }
     }
 
     #[tokio::test]
@@ -899,5 +825,92 @@ mod tests {
             .unwrap();
         let response = other.await.unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[tokio::test]
+    async fn the_page_is_served_without_the_key_under_a_strict_policy() {
+        let (state, _queue) = state(1, Some("secret"));
+        for (path, kind) in [
+            ("/", "text/html"),
+            ("/recall.js", "text/javascript"),
+            ("/recall.css", "text/css"),
+        ] {
+            let response = send(&state, Request::get(path).body(Body::empty()).unwrap()).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            let headers = response.headers();
+            assert!(
+                headers[header::CONTENT_TYPE]
+                    .to_str()
+                    .unwrap()
+                    .starts_with(kind)
+            );
+            let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            assert!(policy.contains("default-src 'none'"), "{policy}");
+            assert!(policy.contains("connect-src 'self'"), "{policy}");
+            assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        }
+        // What the page asks for needs the key, as any client's request does.
+        let status = Request::get("/v1/recall/status")
+            .body(Body::empty())
+            .unwrap();
+        let response = send(&state, status).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn the_status_says_what_the_server_runs_on_and_who_waits() {
+        let (state, _queue) = state(2, None);
+        state.board.update(|status| {
+            status.model.name = "Llama 3.2 1B Instruct".into();
+            status.turns.answered = 3;
+        });
+        // A question waiting for the worker counts.
+        let _waiting = tokio::spawn(send_owned(state.clone(), question(false)));
+        while state.jobs.capacity() == 2 {
+            tokio::task::yield_now().await;
+        }
+        let response = send(
+            &state,
+            Request::get("/v1/recall/status")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let status: Value = serde_json::from_str(&body_text(response).await).unwrap();
+        assert_eq!(status["model"]["name"], "Llama 3.2 1B Instruct");
+        assert_eq!(status["turns"]["answered"], 3);
+        assert_eq!(status["turns"]["waiting"], 1);
+    }
+
+    #[tokio::test]
+    async fn the_page_may_call_from_the_address_it_was_served_at() {
+        let (state, mut queue) = state(1, Some("secret"));
+        let from = |origin: &'static str, host: &'static str| {
+            let mut request = question(false);
+            let headers = request.headers_mut();
+            headers.insert(header::ORIGIN, HeaderValue::from_static(origin));
+            headers.insert(header::HOST, HeaderValue::from_static(host));
+            headers.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_static("Bearer secret"),
+            );
+            request
+        };
+        // Served from a LAN address (allowed with a key): its own origin may call.
+        let reply = tokio::spawn(send_owned(
+            state.clone(),
+            from("http://192.168.1.5:7322", "192.168.1.5:7322"),
+        ));
+        let job = queue
+            .recv()
+            .await
+            .expect("the page's question reached the worker");
+        answer_job(job);
+        assert_eq!(reply.await.unwrap().status(), StatusCode::OK);
+        // Another origin at the same address may not.
+        let response = send(&state, from("http://192.168.1.6:7322", "192.168.1.5:7322")).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        assert!(queue.try_recv().is_err());
     }
 }

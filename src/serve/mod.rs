@@ -11,9 +11,12 @@
 //! Every job's cancellation token is a child of the Ctrl-C token: Ctrl-C stops the turn in
 //! progress and the server; a client that goes away stops its own turn only.
 
+mod access;
 mod http;
 mod listen;
 mod openai;
+mod page;
+mod status;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::ops::ControlFlow;
@@ -31,12 +34,18 @@ use crate::cli::{GlobalArgs, RunArgs, ServeArgs};
 use crate::engine::{ChatModel, Session};
 use crate::prompt::Message;
 use crate::session::{Workbench, citations_markdown, without_citations_markdown};
+use crate::vault::VaultTools;
 
-pub use http::{Access, MAX_BODY_BYTES};
+pub use access::Access;
+pub use http::MAX_BODY_BYTES;
+use obsidian_kb::api;
 use openai::{ChatRequest, RecallExtension, Usage};
+use status::{Board, ModelStatus, Status, TurnStatus, VaultStatus};
 
 /// How long, after Ctrl-C, the server waits for its connections to close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How often an idle worker reads the vault server's status (embedding progress, notes).
+const INDEX_REFRESH: Duration = Duration::from_secs(1);
 
 /// `recall serve`: binds, loads the model, answers until Ctrl-C.
 pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()> {
@@ -62,6 +71,7 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
     let shutdown = bench.interrupt.token();
     let (jobs, mut queue) = mpsc::channel(args.queue);
     let last_turn_ms = Arc::new(AtomicU64::new(0));
+    let board = Board::new(first_status(&bench, run));
     let state = http::AppState {
         jobs,
         access: Arc::new(access),
@@ -69,6 +79,7 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
         next_request: Arc::new(AtomicU64::new(0)),
         last_turn_ms: last_turn_ms.clone(),
         shutdown: shutdown.clone(),
+        board: board.clone(),
     };
     let app = http::router(state);
     let stopped = shutdown.clone();
@@ -80,10 +91,11 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
     ));
     // The one line a person or a script waits for before sending requests.
     eprintln!(
-        "recall: serving the vault at http://{bound}/v1 (model \"{}\"); Ctrl-C stops",
+        "recall: serving the vault at http://{bound}/v1 (model \"{}\"), its page at \
+         http://{bound}/; Ctrl-C stops",
         openai::MODEL_ID
     );
-    let worked = work(&bench, run, &mut queue, &last_turn_ms);
+    let worked = work(&bench, run, &mut queue, &last_turn_ms, &board);
     // Jobs still queued are dropped with the queue: their requests are told the server stops.
     drop(queue);
     shutdown.cancel();
@@ -289,15 +301,63 @@ impl JobError {
     }
 }
 
+/// What the status says before the first turn: the model and the vault, not yet the index.
+fn first_status(bench: &Workbench, run: &RunArgs) -> Status {
+    let info = bench.model.info();
+    let vault = VaultTools::find(&bench.manager).map(|tools| VaultStatus {
+        name: run
+            .servers
+            .vault
+            .as_deref()
+            .and_then(|path| path.file_name())
+            .map_or(tools.server, |name| name.to_string_lossy().into_owned()),
+        index: None,
+    });
+    Status {
+        model: ModelStatus {
+            name: info.name.clone(),
+            file: info
+                .path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            parameters: info.n_params,
+            context: 0,
+        },
+        vault,
+        turns: TurnStatus::default(),
+    }
+}
+
+/// Reads the vault server's status resource onto the board; a server that does not answer
+/// leaves the index unknown.
+fn refresh_index(bench: &Workbench, board: &Board) {
+    let Some(tools) = VaultTools::find(&bench.manager) else {
+        return;
+    };
+    let read = bench
+        .runtime
+        .block_on(bench.manager.read_resource(&tools.server, api::STATUS_URI));
+    let index = read.ok().and_then(|text| serde_json::from_str(&text).ok());
+    board.update(|status| {
+        if let Some(vault) = &mut status.vault {
+            vault.index = index;
+        }
+    });
+}
+
 /// Takes jobs off the queue, one at a time, until Ctrl-C (or until the HTTP side is gone).
+/// While idle, it keeps the board's index figures current.
 fn work(
     bench: &Workbench,
     run: &RunArgs,
     queue: &mut mpsc::Receiver<Job>,
     last_turn_ms: &AtomicU64,
+    board: &Board,
 ) -> Result<()> {
     let mut session = bench.session()?;
     let mut answer_session = bench.session()?;
+    board.update(|status| status.model.context = session.context_size());
     // Nobody is at a terminal to ask: calls to tools that may write need --yes.
     let mut approver: Box<dyn Approver> = if run.servers.yes {
         Box::new(ApproveAll)
@@ -306,16 +366,21 @@ fn work(
     };
     let shutdown = bench.interrupt.token();
     loop {
+        refresh_index(bench, board);
         let next = bench.runtime.block_on(async {
             tokio::select! {
                 biased;
-                () = shutdown.cancelled() => None,
-                job = queue.recv() => job,
+                () = shutdown.cancelled() => Idle::Stop,
+                job = queue.recv() => job.map_or(Idle::Stop, Idle::Job),
+                () = tokio::time::sleep(INDEX_REFRESH) => Idle::Refresh,
             }
         });
-        let Some(job) = next else {
-            return Ok(());
+        let job = match next {
+            Idle::Stop => return Ok(()),
+            Idle::Refresh => continue,
+            Idle::Job(job) => job,
         };
+        board.update(|status| status.turns.busy = true);
         let started = Instant::now();
         answer(
             bench,
@@ -325,8 +390,22 @@ fn work(
             approver.as_mut(),
             job,
         );
-        last_turn_ms.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let took = started.elapsed();
+        last_turn_ms.store(took.as_millis() as u64, Ordering::Relaxed);
+        board.update(|status| {
+            status.turns.busy = false;
+            status.turns.answered += 1;
+            status.turns.last_seconds = Some(took.as_secs_f64());
+        });
     }
+}
+
+/// What ended the worker's wait.
+enum Idle {
+    Job(Job),
+    /// Time to read the index's figures again.
+    Refresh,
+    Stop,
 }
 
 /// Runs one job's turn and sends its events; logs one line to stderr.

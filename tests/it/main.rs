@@ -14,6 +14,7 @@ mod hub;
 mod llama3_engine;
 mod llama3_tokenizer;
 mod mcp;
+mod page;
 mod parse;
 mod prompt;
 mod prompt_cache;

@@ -10,15 +10,20 @@ use serde_json::Value;
 use crate::common::{self, Watched};
 
 /// A running `recall serve` and its base URL (`http://127.0.0.1:PORT/v1`).
-struct Server {
+pub struct Server {
     run: Watched,
-    base: String,
+    pub base: String,
     _home: tempfile::TempDir,
 }
 
 /// Starts `recall serve` on a free port with the test model on `vault`, and waits for the line
 /// that says where it listens.
 fn start(vault: &Path, max_tokens: &str) -> Server {
+    start_with_key(vault, max_tokens, None)
+}
+
+/// [`start`], asking every request for `api_key` when one is given.
+pub fn start_with_key(vault: &Path, max_tokens: &str, api_key: Option<&str>) -> Server {
     let home = tempfile::tempdir().expect("a temporary folder");
     let mut command = Command::new(env!("CARGO_BIN_EXE_recall"));
     command
@@ -36,6 +41,9 @@ fn start(vault: &Path, max_tokens: &str) -> Server {
         .env("HF_HUB_OFFLINE", "1")
         .env("RECALL_PROMPT_CACHE_DIR", home.path().join("prompt-cache"))
         .env("RUST_LOG", "warn");
+    if let Some(key) = api_key {
+        command.env("RECALL_API_KEY", key);
+    }
     let mut run = Watched::spawn(command);
     run.wait_until("the serving line", |_, err| err.contains("/v1 (model"));
     let (_, stderr) = run.output();
@@ -53,7 +61,7 @@ fn start(vault: &Path, max_tokens: &str) -> Server {
 
 impl Server {
     /// Ctrl-C: the server ends cleanly (exit 0, nothing panicked); returns its stderr.
-    fn stop(self) -> String {
+    pub fn stop(self) -> String {
         self.run.interrupt();
         let (status, _, stderr) = self.run.finish();
         assert!(status.success(), "{status}\n{stderr}");
@@ -61,8 +69,13 @@ impl Server {
         stderr
     }
 
+    /// What the server has written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.run.output().1
+    }
+
     /// `host:port`.
-    fn authority(&self) -> &str {
+    pub fn authority(&self) -> &str {
         self.base
             .trim_start_matches("http://")
             .trim_end_matches("/v1")
@@ -84,7 +97,7 @@ fn curl(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
-const QUESTION: &str = "What does the launch note say?";
+pub const QUESTION: &str = "What does the launch note say?";
 
 fn question_body(stream: bool) -> String {
     serde_json::json!({
@@ -191,7 +204,7 @@ fn the_openai_sdk_and_curl_get_cited_answers_streamed_and_whole() {
 }
 
 /// A question that keeps the test model writing a while (see `cli.rs`).
-const LONG_QUESTION: &str = "Explain in detail what my notes say about mitosis, meiosis, the \
+pub const LONG_QUESTION: &str = "Explain in detail what my notes say about mitosis, meiosis, the \
     cell cycle and the biology midterm: when and where it is, which chapters it covers, and how \
     to prepare for it, step by step.";
 
