@@ -251,6 +251,9 @@ pub struct ServeArgs {
     /// Requests that may wait while one is answered; more get 429 and Retry-After.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub queue: usize,
+    /// The deck the page's quiz items are saved to and reviewed from.
+    #[command(flatten)]
+    pub deck: DeckArgs,
 }
 
 /// The deck of saved quiz items (`quiz --save`, `review`).
@@ -353,8 +356,9 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// Serve the vault agent over an OpenAI-compatible HTTP API (/v1/chat/completions,
-    /// streaming; /v1/models), for Obsidian chat plugins and Open WebUI.
+    /// Serve a page to ask and study the vault in a browser (/), and the vault agent over an
+    /// OpenAI-compatible HTTP API (/v1/chat/completions, streaming; /v1/models), for
+    /// Obsidian chat plugins and Open WebUI.
     Serve {
         #[command(flatten)]
         serve: ServeArgs,

@@ -30,7 +30,7 @@ use super::openai::{
     ModelList, ResponseMessage,
 };
 use super::status::{Board, Status};
-use super::{Finished, Job, JobError, JobEvent, JobRequest};
+use super::{Finished, Job, JobError, JobEvent, JobRequest, Work};
 
 /// The largest request body taken: a long chat's history is tens of kilobytes; this is room
 /// for far more than any context holds.
@@ -57,12 +57,14 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// What the server runs on and how its turns go, kept current by the worker.
     pub board: Board,
+    /// The deck quiz items are saved to and reviewed from (`--deck`, as `recall review`'s).
+    pub deck: Arc<std::path::PathBuf>,
 }
 
 /// The router: the page (`/`, its script and style) and the API (`/v1/models`,
-/// `/v1/models/recall`, `/v1/chat/completions`, `/v1/recall/status`), behind the layers the
-/// module's doc lists; the key is asked for by the API's routes only.
-pub fn router(state: AppState) -> Router {
+/// `/v1/models/recall`, `/v1/chat/completions`, `/v1/recall/status`, and the `study` routes),
+/// behind the layers the module's doc lists; the key is asked for by the API's routes only.
+pub fn router(state: AppState, study: Router<AppState>) -> Router {
     let access = state.access.clone();
     let cors = tower_http::cors::CorsLayer::new()
         .allow_origin(tower_http::cors::AllowOrigin::predicate(
@@ -83,6 +85,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/recall/status",
             get(status).fallback(method_not_allowed),
         )
+        .merge(study)
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     api.merge(super::page::routes())
         .fallback(not_found)
@@ -117,7 +120,11 @@ async fn check_host(State(state): State<AppState>, request: Request, next: Next)
 }
 
 /// An OpenAI-shaped error reply.
-fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Response {
+pub(super) fn error(
+    status: StatusCode,
+    kind: &'static str,
+    message: impl Into<String>,
+) -> Response {
     (status, Json(ErrorBody::new(kind, message))).into_response()
 }
 
@@ -225,17 +232,53 @@ async fn chat_completions(
         Ok(job_request) => job_request,
         Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", message),
     };
+    let Submitted {
+        number,
+        cancel,
+        received,
+    } = match submit(&state, Work::Chat(job_request)) {
+        Ok(submitted) => submitted,
+        Err(refused) => return *refused,
+    };
+    let reply = Reply {
+        id: format!("chatcmpl-recall-{}-{number}", state.started),
+        created: chrono::Utc::now().timestamp(),
+        received,
+        // Dropped with the handler or the stream: a client that goes away stops its turn.
+        client: cancel.drop_guard(),
+    };
+    if request.stream {
+        reply.stream().await
+    } else {
+        reply.whole().await
+    }
+}
+
+/// A job on the worker's queue: its number, its token, and where its events come.
+pub(super) struct Submitted {
+    pub number: u64,
+    pub cancel: CancellationToken,
+    pub received: mpsc::UnboundedReceiver<JobEvent>,
+}
+
+/// Puts `work` on the worker's queue; a full queue is 429 with Retry-After, reckoned from the
+/// last turn's time.
+pub(super) fn submit(state: &AppState, work: Work) -> Result<Submitted, Box<Response>> {
     let number = state.next_request.fetch_add(1, Ordering::Relaxed) + 1;
     let cancel = state.shutdown.child_token();
     let (events, received) = mpsc::unbounded_channel();
     let job = Job {
         number,
-        request: job_request,
+        work,
         cancel: cancel.clone(),
         events,
     };
     match state.jobs.try_send(job) {
-        Ok(()) => {}
+        Ok(()) => Ok(Submitted {
+            number,
+            cancel,
+            received,
+        }),
         Err(mpsc::error::TrySendError::Full(_)) => {
             let waiting = state.jobs.max_capacity() as u64 + 1;
             let last = state.last_turn_ms.load(Ordering::Relaxed).max(1000);
@@ -252,25 +295,13 @@ async fn chat_completions(
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-            return response;
+            Err(Box::new(response))
         }
-        Err(mpsc::error::TrySendError::Closed(_)) => return stopping(),
-    }
-    let reply = Reply {
-        id: format!("chatcmpl-recall-{}-{number}", state.started),
-        created: chrono::Utc::now().timestamp(),
-        received,
-        // Dropped with the handler or the stream: a client that goes away stops its turn.
-        client: cancel.drop_guard(),
-    };
-    if request.stream {
-        reply.stream().await
-    } else {
-        reply.whole().await
+        Err(mpsc::error::TrySendError::Closed(_)) => Err(Box::new(stopping())),
     }
 }
 
-fn stopping() -> Response {
+pub(super) fn stopping() -> Response {
     error(
         StatusCode::SERVICE_UNAVAILABLE,
         "server_error",
@@ -292,7 +323,7 @@ impl Reply {
         let mut content = String::new();
         while let Some(event) = self.received.recv().await {
             match event {
-                JobEvent::Started => {}
+                JobEvent::Started | JobEvent::Done(_) => {}
                 JobEvent::Text(text) => content.push_str(&text),
                 JobEvent::Finished(finished) => {
                     self.client.disarm();
@@ -355,7 +386,7 @@ impl Reply {
                         return None;
                     }
                     match reply.received.recv().await {
-                        Some(JobEvent::Started) => {}
+                        Some(JobEvent::Started | JobEvent::Done(_)) => {}
                         Some(JobEvent::Text(text)) => pending.push_back(reply.chunk(
                             Delta {
                                 role: None,
@@ -420,12 +451,22 @@ fn error_event(message: String) -> SseEvent {
         .expect("errors always serialize")
 }
 
-fn failure_response(failure: &JobError) -> Response {
+pub(super) fn failure_response(failure: &JobError) -> Response {
     match failure {
         JobError::Stopping => stopping(),
         JobError::Turn(_) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
+            failure.message(),
+        ),
+        JobError::NotFound(_) => error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            failure.message(),
+        ),
+        JobError::Conflict(_) => error(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
             failure.message(),
         ),
         // OpenAI's own answer to a prompt over the context: 400, `context_length_exceeded`.
@@ -463,6 +504,7 @@ mod tests {
             last_turn_ms: Arc::new(AtomicU64::new(4_000)),
             shutdown: CancellationToken::new(),
             board: Board::default(),
+            deck: Arc::new(std::env::temp_dir().join("recall-test-no-deck.json")),
         };
         (state, received)
     }
@@ -480,7 +522,10 @@ mod tests {
     }
 
     async fn send(state: &AppState, request: Request) -> Response {
-        router(state.clone()).oneshot(request).await.unwrap()
+        router(state.clone(), Router::new())
+            .oneshot(request)
+            .await
+            .unwrap()
     }
 
     async fn body_text(response: Response) -> String {
@@ -684,7 +729,10 @@ mod tests {
         let (state, mut queue) = state(1, None);
         let replied = tokio::spawn(send_owned(state.clone(), question(false)));
         let job = queue.recv().await.unwrap();
-        assert_eq!(job.request.question, "What is Sync?");
+        let Work::Chat(asked) = &job.work else {
+            panic!("a chat request became other work");
+        };
+        assert_eq!(asked.question, "What is Sync?");
         answer_job(job);
         let response = replied.await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);

@@ -17,6 +17,7 @@ mod listen;
 mod openai;
 mod page;
 mod status;
+mod study;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::ops::ControlFlow;
@@ -34,6 +35,7 @@ use crate::cli::{GlobalArgs, RunArgs, ServeArgs};
 use crate::engine::{ChatModel, Session};
 use crate::prompt::Message;
 use crate::session::{Workbench, citations_markdown, without_citations_markdown};
+use crate::study::Deck;
 use crate::vault::VaultTools;
 
 pub use access::Access;
@@ -41,6 +43,7 @@ pub use http::MAX_BODY_BYTES;
 use obsidian_kb::api;
 use openai::{ChatRequest, RecallExtension, Usage};
 use status::{Board, ModelStatus, Status, TurnStatus, VaultStatus};
+use study::StudyWork;
 
 /// How long, after Ctrl-C, the server waits for its connections to close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -56,6 +59,7 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
         api_key: args.api_key.clone(),
         extra_origins: args.allow_origin.clone(),
     };
+    let deck = Deck::locate(args.deck.deck.clone())?;
     let bench = Workbench::open(global, run)?;
     let listener = match bench
         .runtime
@@ -80,8 +84,9 @@ pub fn serve(global: &GlobalArgs, run: &RunArgs, args: &ServeArgs) -> Result<()>
         last_turn_ms: last_turn_ms.clone(),
         shutdown: shutdown.clone(),
         board: board.clone(),
+        deck: Arc::new(deck),
     };
-    let app = http::router(state);
+    let app = http::router(state, study::routes());
     let stopped = shutdown.clone();
     let server = bench.runtime.spawn(listen::serve(
         listener,
@@ -141,15 +146,24 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// One request for the worker.
-pub struct Job {
+/// One request for the worker: what it asks (`W`, one [`Work`] on the queue, then its kind
+/// once the worker has told them apart), and where its outcome goes.
+pub struct Job<W = Work> {
     /// The request's number, for the log.
     pub number: u64,
-    pub request: JobRequest,
+    pub work: W,
     /// Cancelled when the client goes away, and (as the Ctrl-C token's child) on Ctrl-C.
     pub cancel: CancellationToken,
     /// Where the answer goes; nobody listens any more when the client has gone.
     pub events: mpsc::UnboundedSender<JobEvent>,
+}
+
+/// What a job asks of the model.
+pub enum Work {
+    /// A chat turn (`/v1/chat/completions`).
+    Chat(JobRequest),
+    /// A summary, quiz items or a grade (`/v1/recall/…`, the page's study part).
+    Study(StudyWork),
 }
 
 /// What a request asks, read from its OpenAI form.
@@ -236,6 +250,8 @@ pub enum JobEvent {
     Started,
     /// A piece of the answer, as it is written.
     Text(String),
+    /// Study work is done: its report, as JSON; nothing follows.
+    Done(serde_json::Value),
     /// The turn is done; nothing follows.
     Finished(Finished),
     /// The turn failed; nothing follows.
@@ -280,6 +296,10 @@ pub enum JobError {
     Stopping,
     /// The turn failed (the model, a prompt): the error, with its causes.
     Turn(String),
+    /// Study work named nothing the vault holds: the client's to change.
+    NotFound(String),
+    /// Study work on a card the deck no longer holds as shown: list the cards again.
+    Conflict(String),
     /// The question alone, with the prompt around it, is longer than the model's context: the
     /// client's mistake, never to be retried as it is.
     TooLong {
@@ -292,7 +312,9 @@ impl JobError {
     fn message(&self) -> String {
         match self {
             JobError::Stopping => "recall serve is stopping".into(),
-            JobError::Turn(error) => error.clone(),
+            JobError::Turn(error) | JobError::NotFound(error) | JobError::Conflict(error) => {
+                error.clone()
+            }
             JobError::TooLong { context } => format!(
                 "the question is too long for the model's context of {context} tokens \
                  (with the prompt around it and room for the answer); send a shorter one"
@@ -382,14 +404,39 @@ fn work(
         };
         board.update(|status| status.turns.busy = true);
         let started = Instant::now();
-        answer(
-            bench,
-            run,
-            &mut session,
-            &mut answer_session,
-            approver.as_mut(),
-            job,
-        );
+        let Job {
+            number,
+            work,
+            cancel,
+            events,
+        } = job;
+        match work {
+            Work::Chat(request) => answer(
+                bench,
+                run,
+                &mut session,
+                &mut answer_session,
+                approver.as_mut(),
+                Job {
+                    number,
+                    work: request,
+                    cancel,
+                    events,
+                },
+            ),
+            Work::Study(study) => study::run_study(
+                bench,
+                run,
+                &mut session,
+                board,
+                Job {
+                    number,
+                    work: study,
+                    cancel,
+                    events,
+                },
+            ),
+        }
         let took = started.elapsed();
         last_turn_ms.store(took.as_millis() as u64, Ordering::Relaxed);
         board.update(|status| {
@@ -415,11 +462,11 @@ fn answer<'e>(
     session: &mut Session<'e>,
     answer_session: &mut Session<'e>,
     approver: &mut dyn Approver,
-    job: Job,
+    job: Job<JobRequest>,
 ) {
     let Job {
         number,
-        request,
+        work: request,
         cancel,
         events,
     } = job;
@@ -495,7 +542,11 @@ fn answer<'e>(
 
 /// A stopped turn: on Ctrl-C the client is told the server stops; a client that went away
 /// needs no reply.
-fn report_cancelled(bench: &Workbench, number: u64, events: &mpsc::UnboundedSender<JobEvent>) {
+pub(crate) fn report_cancelled(
+    bench: &Workbench,
+    number: u64,
+    events: &mpsc::UnboundedSender<JobEvent>,
+) {
     if bench.interrupt.token().is_cancelled() {
         eprintln!("recall: #{number}: stopped (Ctrl-C)");
         let _ = events.send(JobEvent::Failed(JobError::Stopping));
@@ -556,6 +607,7 @@ mod tests {
             api_key: key.map(String::from),
             allow_origin: Vec::new(),
             queue: 1,
+            deck: crate::cli::DeckArgs { deck: None },
         };
         assert!(listen_address(&args("127.0.0.1", None)).is_ok());
         assert!(listen_address(&args("localhost", None)).is_ok());

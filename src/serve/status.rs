@@ -73,6 +73,8 @@ pub struct TurnStatus {
     pub answered: u64,
     /// A turn is running now.
     pub busy: bool,
+    /// The study work running now and how far it is ("summarizing Projects: part 2 of 5").
+    pub doing: Option<String>,
     /// Requests waiting for the model.
     pub waiting: usize,
     /// How long the last turn took, in seconds.

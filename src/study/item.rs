@@ -636,6 +636,7 @@ mod tests {
             request: GenerateRequest::new(256),
             verbose: false,
             log: Vec::new(),
+            on_step: &|_| {},
         };
         let mut asker = Asker::new(&mut writer, &notes, 2).unwrap();
         let mut items: Vec<QuizItem> = Vec::new();

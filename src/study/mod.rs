@@ -18,6 +18,7 @@ mod parts;
 mod quiz;
 mod review;
 mod sections;
+pub mod served;
 mod summarize;
 mod target;
 mod writer;
@@ -35,7 +36,7 @@ pub use deck::Deck;
 pub use grade::{Grade, grade_grammar, parse_grade};
 pub use item::{ItemBounds, QaPair, item_grammar, parse_item};
 pub use summarize::{parse_summary, points_grammar, summary_grammar};
-pub use target::{Scope, SourceNote, gather_notes, read_notes};
+pub use target::{NothingMatches, Scope, SourceNote, gather_notes, read_notes};
 pub use writer::Grammar;
 
 use crate::cli::{GlobalArgs, QuizFormat, RunArgs};
@@ -81,7 +82,7 @@ pub fn summarize(global: &GlobalArgs, run: &RunArgs, scope: &Scope) -> Result<()
         run,
     };
     job.run(scope, |writer, notes| {
-        summarize::write_summary(writer, notes, global.json, &label)
+        summarize::write_summary(writer, notes, global.json, &label, &mut std::io::stdout())
     })
 }
 
@@ -104,7 +105,7 @@ pub fn quiz(global: &GlobalArgs, run: &RunArgs, request: &QuizRequest) -> Result
         run,
     };
     job.run(&request.scope, |writer, notes| {
-        quiz::write_quiz(writer, notes, global.json, request)
+        quiz::write_quiz(writer, notes, global.json, request, &mut std::io::stdout())
     })
 }
 
@@ -208,6 +209,7 @@ impl StudyJob<'_> {
                 template: &bench.template,
                 verbose: self.global.verbose,
                 log: Vec::new(),
+                on_step: &|_| {},
             };
             let result = write(&mut writer, &notes);
             let logged = self.log_generations(&writer.log, &result);
@@ -224,19 +226,8 @@ impl StudyJob<'_> {
         result
     }
 
-    /// Sampling near greedy: summaries, questions and grades should follow the note, not
-    /// wander. Each generation gets its grammar from the caller.
     fn request(&self, bench: &Workbench) -> GenerateRequest {
-        let mut sampling = self.run.model.sampling();
-        sampling.temperature = sampling.temperature.min(0.3);
-        GenerateRequest {
-            max_tokens: self.run.agent.study_tokens(),
-            sampling,
-            stop: Vec::new(),
-            constraint: None,
-            cancel: bench.interrupt.token(),
-            stable_prefix: 0,
-        }
+        study_request(self.run, bench.interrupt.token())
     }
 
     /// Appends the run's generations to the `--transcript` file, if one was asked for (also
@@ -252,6 +243,21 @@ impl StudyJob<'_> {
             error: result.as_ref().err().map(|e| format!("{e:#}")),
         };
         append_transcript(path, &entry)
+    }
+}
+
+/// Sampling near greedy: summaries, questions and grades should follow the note, not
+/// wander. Each generation gets its grammar from the caller.
+fn study_request(run: &RunArgs, cancel: crate::engine::CancellationToken) -> GenerateRequest {
+    let mut sampling = run.model.sampling();
+    sampling.temperature = sampling.temperature.min(0.3);
+    GenerateRequest {
+        max_tokens: run.agent.study_tokens(),
+        sampling,
+        stop: Vec::new(),
+        constraint: None,
+        cancel,
+        stable_prefix: 0,
     }
 }
 

@@ -2,6 +2,8 @@
 //! printed as they come in the asked format ([`super::export`]), or asked one by one and
 //! graded ([`super::grade`]).
 
+use std::io::Write;
+
 use anyhow::{Result, bail};
 
 use chrono::Utc;
@@ -21,9 +23,11 @@ pub(super) fn write_quiz(
     notes: &[SourceNote],
     json: bool,
     quiz: &QuizRequest,
+    out: &mut dyn Write,
 ) -> Result<()> {
+    let mut out = out;
     let format = if json { QuizFormat::Json } else { quiz.format };
-    let mut out = std::io::stdout();
+    let on_step = writer.on_step;
     let mut asker = Asker::new(writer, notes, quiz.count)?;
     if quiz.interactive {
         let items = grade::interactive(&mut asker, quiz.count, &mut out)?;
@@ -38,6 +42,7 @@ pub(super) fn write_quiz(
         // Printed as they come (Markdown): a question is useful before the last is written.
         output.item(&item, notes, items.len() + 1)?;
         items.push(item);
+        on_step(&format!("question {} of {}", items.len(), quiz.count));
     }
     if items.is_empty() {
         bail!(

@@ -18,7 +18,7 @@ use super::writer::Writer;
 /// What a card's note says of it now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(super) enum SourceState {
+pub enum SourceState {
     /// The note still holds the paragraph the question was asked from.
     Unchanged,
     /// The note is there, but that paragraph is not (edited or moved away).

@@ -243,9 +243,10 @@ pub(super) fn write_summary(
     notes: &[SourceNote],
     json: bool,
     target: &str,
+    out: &mut dyn Write,
 ) -> Result<()> {
+    let mut out = out;
     let stream = !json;
-    let mut out = std::io::stdout();
     if stream {
         writeln!(out, "# Summary: {target}\n")?;
         out.flush()?;
@@ -280,6 +281,7 @@ pub(super) fn write_summary(
     let mut read: Vec<HashSet<usize>> = vec![HashSet::new(); notes.len()];
     for (i, job) in jobs.iter().enumerate() {
         summarizer.progress.part(i + 1, &job.label);
+        (summarizer.writer.on_step)(&format!("part {} of {}: {}", i + 1, jobs.len(), job.label));
         if summarizer.job(job, notes, single && job.points.is_none())? {
             read[job.note].extend(job.sections.clone());
         }

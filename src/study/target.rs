@@ -258,6 +258,11 @@ pub fn read_notes<H: ToolHost>(
         .collect()
 }
 
+/// No note answers to a study target: the user's to change, not a failure of Recall.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NothingMatches(String);
+
 /// Resolves a scope to notes: a note (URI, path, name or alias), else a folder (kept to
 /// `--from`/`--to`), else the notes of the period the target names (those its other words find
 /// when it has any), else the best search hits; each read whole.
@@ -325,25 +330,28 @@ pub fn gather_notes<H: ToolHost>(
     }
     if uris.is_empty() {
         if let Some((period, words)) = scope.period_and_words().filter(|(_, w)| !w.is_empty()) {
-            bail!(
+            return Err(NothingMatches(format!(
                 "no note about {} holds the words {words:?} (without them, the target names \
                  the period's notes: \"{}\")",
                 period_text(&period),
                 period_text(&period)
-            );
+            ))
+            .into());
         }
         if let Some(period) = scope.asked_period() {
-            bail!(
+            return Err(NothingMatches(format!(
                 "no note in the vault matches {:?} about {}: no daily note, date property, \
                  dated heading or file time falls in it (see `recall call list_notes`)",
                 scope.target,
                 period_text(&period)
-            );
+            ))
+            .into());
         }
-        bail!(
+        return Err(NothingMatches(format!(
             "nothing in the vault matches {target:?}: it is not a note, a folder, or words any \
              note contains (see `recall call list_notes` for what is there)"
-        );
+        ))
+        .into());
     }
     if uris.len() > MAX_NOTES {
         uris.truncate(MAX_NOTES);

@@ -54,6 +54,9 @@ pub(super) struct Writer<'a> {
     pub(super) verbose: bool,
     /// Every generation so far, for `--transcript`.
     pub(super) log: Vec<Generation>,
+    /// Told where long work is ("part 2 of 5: Methods"), for a server to show; the terminal
+    /// has its own progress line.
+    pub(super) on_step: &'a dyn Fn(&str),
 }
 
 /// One generation as `--transcript` records it.

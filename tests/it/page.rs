@@ -269,16 +269,21 @@ fn stop_ends_the_turn_on_the_server_and_the_next_question_is_answered() {
     let server = start_with_key(&vault, "400", None);
     let browser = Browser::open(1000, 900);
     browser.go(&page(&server));
-    browser.ask(LONG_QUESTION);
-    // Text on the page while the answer is still being written: it streams.
-    browser.wait_for(
-        "the answer to stream",
-        TURN,
-        r#"const a = document.querySelector('.answer');
-           return a.dataset.state === 'streaming' && a.querySelector('.text').textContent.trim() !== ''"#,
+    // Esc as soon as the first words are drawn while the answer is still being written (the
+    // test model writes a whole answer in well under a second: polling from here would miss
+    // that moment).
+    browser.eval(
+        r#"const log = document.getElementById('log');
+           new MutationObserver((_, observer) => {
+               const answer = log.querySelector('.turn:last-child .answer');
+               if (answer && answer.dataset.state === 'streaming'
+                   && answer.querySelector('.text').textContent.trim() !== '') {
+                   observer.disconnect();
+                   document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}));
+               }
+           }).observe(log, {subtree: true, childList: true, characterData: true, attributes: true});"#,
     );
-    let escape: char = Key::Escape.into();
-    browser.type_into("#question", &escape.to_string());
+    browser.ask(LONG_QUESTION);
     browser.wait_for(
         "the turn to stop",
         Duration::from_secs(10),
@@ -333,4 +338,81 @@ fn on_a_phone_sized_window_the_page_asks_for_the_key_once_and_fits() {
     browser.screenshot("page-phone");
     drop(browser);
     server.stop();
+}
+
+#[test]
+fn the_page_summarizes_a_folder_makes_quiz_items_and_reviews_a_card() {
+    let vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
+    let server = start_with_key(&vault, "200", None);
+    let browser = Browser::open(1000, 900);
+    browser.go(&page(&server));
+    browser.click("#tab-study");
+    browser.wait_for(
+        "the deck, empty",
+        Duration::from_secs(30),
+        "return document.getElementById('review-due').textContent.startsWith('Nothing due (0 cards')",
+    );
+
+    // A folder's summary: points, each linked to the note and heading it comes from.
+    browser.type_into("#study-target", "Cells");
+    browser.click("#summarize");
+    browser.wait_for(
+        "the summary",
+        TURN,
+        "return document.querySelectorAll('#study-result .points li').length > 0",
+    );
+    let links = browser.eval(
+        "return [...document.querySelectorAll('#study-result .points a')].map(a => a.getAttribute('href'))",
+    );
+    let links = links.as_array().expect("a list");
+    assert!(!links.is_empty(), "no point is linked to its note");
+    for href in links {
+        let href = href.as_str().unwrap();
+        assert!(
+            href.starts_with("obsidian://open?vault=sample-vault&file="),
+            "{href}"
+        );
+    }
+    let progress = browser.eval("return document.getElementById('study-progress').textContent");
+    assert!(
+        progress.as_str().unwrap().starts_with("Done in "),
+        "{progress}"
+    );
+    browser.screenshot("page-summary");
+
+    // Quiz items, added to the deck that review asks from.
+    browser.eval("document.getElementById('study-target').value = 'Mitochondria'");
+    browser.eval("document.getElementById('quiz-count').value = '2'");
+    browser.click("#make-quiz");
+    browser.wait_for(
+        "the quiz items",
+        TURN,
+        "return document.querySelectorAll('#study-result .quiz li').length > 0",
+    );
+    browser.wait_for(
+        "the new cards to be due",
+        Duration::from_secs(30),
+        "return !document.getElementById('review-start').hidden",
+    );
+
+    // One card reviewed: a typed answer graded by the model, and the card scheduled.
+    browser.click("#review-start");
+    browser.type_into("#review-answer", "It makes energy for the cell.");
+    browser.click("#review-grade");
+    browser.wait_for(
+        "the grade",
+        TURN,
+        "return !document.getElementById('review-result').hidden \
+            || document.getElementById('study-progress').textContent.includes('failed')",
+    );
+    let result = browser.eval("return document.getElementById('review-result').innerText");
+    assert!(
+        result.as_str().unwrap().contains("The note says: "),
+        "{result}"
+    );
+    browser.screenshot("page-review");
+    drop(browser);
+    let stderr = server.stop();
+    assert!(stderr.contains("summarizing Cells: done in "), "{stderr}");
+    assert!(stderr.contains("grading an answer: done in "), "{stderr}");
 }

@@ -40,6 +40,7 @@ pub fn start_with_key(vault: &Path, max_tokens: &str, api_key: Option<&str>) -> 
         .env("XDG_CONFIG_HOME", "/nonexistent-recall-test-config")
         .env("HF_HUB_OFFLINE", "1")
         .env("RECALL_PROMPT_CACHE_DIR", home.path().join("prompt-cache"))
+        .env("RECALL_DECK", home.path().join("deck.json"))
         .env("RUST_LOG", "warn");
     if let Some(key) = api_key {
         command.env("RECALL_API_KEY", key);
@@ -268,6 +269,11 @@ fn a_client_that_hangs_up_mid_answer_stops_its_turn_and_the_next_is_answered() {
 
 /// Posts `body` to the chat endpoint; returns the status line's code and the body.
 fn post(server: &Server, body: &str) -> (u16, Value) {
+    post_to(server, "chat/completions", body)
+}
+
+/// Posts `body` to `path` under `/v1/`; returns the status line's code and the body.
+fn post_to(server: &Server, path: &str, body: &str) -> (u16, Value) {
     let file = tempfile::NamedTempFile::new().expect("a temporary file");
     std::fs::write(file.path(), body).unwrap();
     let out = curl(&[
@@ -277,7 +283,7 @@ fn post(server: &Server, body: &str) -> (u16, Value) {
         "Content-Type: application/json",
         "--data-binary",
         &format!("@{}", file.path().display()),
-        &format!("{}/chat/completions", server.base),
+        &format!("{}/{path}", server.base),
     ]);
     let (json, code) = out.rsplit_once('\n').expect("a status code");
     let value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
@@ -327,4 +333,28 @@ fn a_history_of_ten_thousand_messages_is_answered_and_an_endless_question_refuse
         stderr.contains("#2: refused: the question does not fit"),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_study_endpoints_tell_a_target_that_names_nothing_from_a_changed_deck() {
+    let server = start(Path::new(&common::fixture_vault()), "48");
+    let nothing = serde_json::json!({"target": "qqzzxxvvkk"}).to_string();
+    for path in ["recall/summarize", "recall/quiz"] {
+        let (code, error) = post_to(&server, path, &nothing);
+        assert_eq!(code, 404, "{path}: {error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("qqzzxxvvkk"), "{path}: {error}");
+    }
+    let (code, error) = post_to(
+        &server,
+        "recall/quiz",
+        r#"{"target": "Launch", "count": 0}"#,
+    );
+    assert_eq!(code, 400, "{error}");
+    // The deck is empty: card 0 asks nothing, so the page's view of it is out of date.
+    let grade = r#"{"card": 0, "question": "What is it?", "answer": "It is."}"#;
+    let (code, error) = post_to(&server, "recall/review/grade", grade);
+    assert_eq!(code, 409, "{error}");
+    let stderr = server.stop();
+    assert!(stderr.contains("failed after"), "{stderr}");
 }

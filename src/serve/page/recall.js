@@ -442,6 +442,192 @@ $("key-form").addEventListener("submit", (event) => {
   $("question").focus();
 });
 
+// ---- Study: summaries, quiz items, review -------------------------------------------
+
+/** Shows the ask view or the study view. */
+function showView(study) {
+  $("study").hidden = !study;
+  $("log").hidden = study;
+  $("composer").hidden = study;
+  $("new").hidden = study;
+  $("tab-ask").setAttribute("aria-pressed", String(!study));
+  $("tab-study").setAttribute("aria-pressed", String(study));
+  if (study) refreshDue();
+}
+
+/** POSTs `body` to a study endpoint; shows what the server is doing while it works. */
+async function studyCall(path, body) {
+  const progress = $("study-progress");
+  const started = performance.now();
+  const tick = setInterval(async () => {
+    const seconds = ((performance.now() - started) / 1000).toFixed(0);
+    let doing = "";
+    try {
+      const response = await fetch("/v1/recall/status", { headers: headers() });
+      if (response.ok) doing = (await response.json()).turns.doing || "";
+    } catch {
+      // The progress line only loses its detail.
+    }
+    progress.textContent = `${doing || "waiting for the model"}… ${seconds} s`;
+  }, 1000);
+  progress.textContent = "Working…";
+  setStudyBusy(true);
+  try {
+    const response = await fetch(path, { method: "POST", headers: headers(), body: JSON.stringify(body) });
+    if (response.status === 401) askForKey();
+    if (!response.ok) throw new Error(await errorMessage(response));
+    const report = await response.json();
+    progress.textContent = `Done in ${((performance.now() - started) / 1000).toFixed(1)} s.`;
+    return report;
+  } catch (err) {
+    progress.textContent = err.message || String(err);
+    return null;
+  } finally {
+    clearInterval(tick);
+    setStudyBusy(false);
+  }
+}
+
+function setStudyBusy(on) {
+  for (const id of ["summarize", "make-quiz", "review-grade"]) $(id).disabled = on;
+}
+
+/** A note's title and heading as a link that opens it in Obsidian. */
+function sourceLink(source) {
+  const label = source.heading ? `${source.title} › ${source.heading}` : source.title;
+  const a = link(label, source.link);
+  a.className = "source-link";
+  return a;
+}
+
+function drawSummary(report) {
+  const result = $("study-result");
+  result.replaceChildren();
+  result.hidden = false;
+  const list = document.createElement("ul");
+  list.className = "points";
+  for (const point of report.points) {
+    const item = document.createElement("li");
+    inline(item, point.text);
+    if (point.source) item.append(" ", sourceLink(point.source));
+    list.append(item);
+  }
+  const read = document.createElement("p");
+  read.className = "timing";
+  read.textContent = `Read ${report.read.read} of ${report.read.of} ${report.read.unit}, ${report.read.words} words.`;
+  result.append(list, read);
+}
+
+function drawQuiz(report, saved) {
+  const result = $("study-result");
+  result.replaceChildren();
+  result.hidden = false;
+  const list = document.createElement("ol");
+  list.className = "quiz";
+  for (const q of report.questions) {
+    const item = document.createElement("li");
+    const question = document.createElement("p");
+    question.textContent = q.question;
+    const answer = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = "Answer";
+    const text = document.createElement("p");
+    text.textContent = q.answer;
+    answer.append(summary, text, sourceLink(q.source));
+    item.append(question, answer);
+    list.append(item);
+  }
+  result.append(list);
+  if (saved) {
+    const note = document.createElement("p");
+    note.className = "timing";
+    note.textContent = "Added to the review deck.";
+    result.append(note);
+    refreshDue();
+  }
+}
+
+$("study-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const report = await studyCall("/v1/recall/summarize", { target: $("study-target").value });
+  if (report) drawSummary(report);
+});
+
+$("make-quiz").addEventListener("click", async () => {
+  if (!$("study-form").reportValidity()) return;
+  const save = $("quiz-save").checked;
+  const body = { target: $("study-target").value, count: Number($("quiz-count").value) || 5, save };
+  const report = await studyCall("/v1/recall/quiz", body);
+  if (report) drawQuiz(report, save);
+});
+
+/** The due cards, as last listed; the first is the one asked. */
+let due = [];
+
+async function refreshDue() {
+  try {
+    const response = await fetch("/v1/recall/review", { headers: headers() });
+    if (response.status === 401) return askForKey();
+    if (!response.ok) throw new Error(await errorMessage(response));
+    const list = await response.json();
+    due = list.due;
+    const next = list.next_due ? `; the next is due ${new Date(list.next_due).toLocaleString()}` : "";
+    $("review-due").textContent = due.length
+      ? `${due.length} of ${list.cards} cards due.`
+      : `Nothing due (${list.cards} cards${next}).`;
+    $("review-start").hidden = due.length === 0;
+  } catch (err) {
+    $("review-due").textContent = err.message || String(err);
+  }
+}
+
+function showCard() {
+  const card = due[0];
+  $("review-card").hidden = !card;
+  if (!card) return refreshDue();
+  $("review-question").textContent = card.question;
+  $("review-from").replaceChildren("from ", sourceLink(card.source));
+  $("review-answer").value = "";
+  $("review-answer").readOnly = false;
+  $("review-grade").hidden = false;
+  $("review-result").hidden = true;
+  $("review-next").hidden = true;
+  $("review-answer").focus();
+}
+
+$("review-start").addEventListener("click", showCard);
+
+$("review-card").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const card = due[0];
+  const answer = $("review-answer").value;
+  if (!card || !answer.trim()) return;
+  const graded = await studyCall("/v1/recall/review/grade", { card: card.card, question: card.question, answer });
+  if (!graded) return;
+  const result = $("review-result");
+  const verdict = document.createElement("p");
+  verdict.className = "grade";
+  verdict.textContent = `${graded.grade || "ungraded"}: ${graded.why}`;
+  const expected = document.createElement("p");
+  expected.textContent = `The note says: ${graded.answer}`;
+  const next = document.createElement("p");
+  next.className = "timing";
+  next.textContent = graded.next_due
+    ? `Next review ${new Date(graded.next_due).toLocaleString()}.`
+    : "The card stays due.";
+  result.replaceChildren(verdict, expected, next);
+  result.hidden = false;
+  $("review-answer").readOnly = true;
+  $("review-grade").hidden = true;
+  $("review-next").hidden = false;
+  if (graded.grade) due.shift();
+});
+
+$("review-next").addEventListener("click", showCard);
+
+$("tab-ask").addEventListener("click", () => showView(false));
+$("tab-study").addEventListener("click", () => showView(true));
+
 // ---- Wiring ----------------------------------------------------------------------------
 
 $("composer").addEventListener("submit", (event) => {
