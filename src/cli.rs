@@ -109,7 +109,8 @@ pub struct ServerArgs {
     pub yes: bool,
     /// The bundled vault server's embedding model, for search by meaning as well as by words:
     /// a GGUF path or hf:OWNER/REPO/FILE.gguf (default, when present: models/all-MiniLM-L6-v2.gguf,
-    /// or models/multilingual-e5-small.gguf for a vault written in Chinese, Japanese or Korean).
+    /// or models/multilingual-e5-small.gguf for a vault written in Chinese, Japanese, Korean,
+    /// German, French or Spanish).
     #[arg(long, env = "RECALL_EMBEDDING_MODEL", value_name = "MODEL")]
     pub embedding_model: Option<String>,
     /// The bundled vault server searches by words alone.

@@ -35,31 +35,6 @@ pub const NOTES_LACK_IT: [&str; 8] = [
     "las notas no lo dicen",
 ];
 
-/// The language `question` is asked in, for the answer and what Recall writes around it: told
-/// by its script ([`Language::of`]), else by its words when they say so reliably (German, French
-/// or Spanish; `whatlang`'s trigram statistics). `None`: English, or a question too short to
-/// tell, which keeps the English prompt. Measured on the bench questions (2026-12-06): of about
-/// 700 in English none was told another language; 21 of 36 German and 17 of 36 French ones
-/// were told theirs.
-pub fn asked_in(question: &str) -> Option<Language> {
-    use whatlang::{Detector, Lang};
-    static DETECTOR: LazyLock<Detector> = LazyLock::new(|| {
-        Detector::with_allowlist(vec![Lang::Eng, Lang::Deu, Lang::Fra, Lang::Spa])
-    });
-    if let Some(language) = Language::of(question) {
-        return Some(language);
-    }
-    let info = DETECTOR
-        .detect(question)
-        .filter(|info| info.is_reliable())?;
-    match info.lang() {
-        Lang::Deu => Some(Language::German),
-        Lang::Fra => Some(Language::French),
-        Lang::Spa => Some(Language::Spanish),
-        _ => None,
-    }
-}
-
 /// Whether `answer` is that the notes do not hold the answer, in the words
 /// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
 /// marks aside. An answer that gives facts and then says the notes lack some detail is an answer.
@@ -443,9 +418,9 @@ mod tests {
             // Too short to tell: the English prompt stays.
             ("Kühn?", None),
         ] {
-            assert_eq!(asked_in(question), language, "{question}");
+            assert_eq!(Language::detect(question), language, "{question}");
         }
-        let german = answer_lines(asked_in(
+        let german = answer_lines(Language::detect(
             "Wo habe ich den Schlüssel für den Keller hingelegt?",
         ));
         assert_eq!(german.notes_lack_it, "Die Notizen sagen nichts dazu.");

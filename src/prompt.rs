@@ -20,7 +20,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::language::{Language, asked_in};
+use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
@@ -412,7 +412,7 @@ impl ChatTemplate {
         context: Option<&str>,
         count: usize,
     ) -> Result<String, PromptError> {
-        let language = asked_in(question);
+        let language = Language::detect(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({
@@ -435,7 +435,7 @@ impl ChatTemplate {
         question: &str,
         context: Option<&str>,
     ) -> Result<String, PromptError> {
-        let language = asked_in(question);
+        let language = Language::detect(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({
@@ -461,7 +461,7 @@ impl ChatTemplate {
         turns: &[(&str, &str)],
         question: &str,
     ) -> Result<String, PromptError> {
-        let language = asked_in(question);
+        let language = Language::detect(question);
         let turns: Vec<Value> = turns
             .iter()
             .map(|(question, answer)| json!({"question": question, "answer": answer}))

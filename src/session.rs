@@ -135,9 +135,9 @@ const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The bundled vault server's embedding model: the one asked for (fetched from the hub if
 /// need be), else the best file in a local models folder for the language of the vault's
-/// notes (multilingual for a vault in Chinese, Japanese or Korean), else none (search by
-/// words alone). A CJK vault without the multilingual model gets a line saying how to fetch
-/// it: its questions are searched by words meanwhile.
+/// notes (multilingual for a vault in a language other than English that Recall tells), else
+/// none (search by words alone). Such a vault without the multilingual model gets a line
+/// saying how to fetch it.
 fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
     if args.no_embeddings {
         return Ok(None);
@@ -158,7 +158,7 @@ fn embedding_model(args: &ServerArgs) -> Result<Option<PathBuf>, CatalogError> {
     {
         eprintln!(
             "recall: this vault is written in {}; scripts/fetch-multilingual-embedding-model \
-             fetches a model that searches it by meaning (until then, by words)",
+             fetches the model that searches it best by meaning",
             language.name()
         );
     }

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use chrono::{Datelike, NaiveDate};
+use obsidian_kb::search::Tokenizer;
 use obsidian_kb::{api, excerpt};
 use regex::Regex;
 use serde::Serialize;
@@ -368,7 +369,9 @@ impl Sources {
         let shown = match &self.question {
             Some(question) => {
                 let passages: Vec<&str> = plain.iter().map(String::as_str).collect();
-                let by_words = excerpt::excerpts(question, &passages, &SHOWN_CHARS, None);
+                let tokenizer = Tokenizer::for_text(&plain.concat());
+                let by_words =
+                    excerpt::excerpts(question, &passages, &SHOWN_CHARS, None, tokenizer);
                 // The vault's own excerpt, where the search asked for one, weighs meaning too;
                 // the best hit is read whole all the same.
                 out.hits
@@ -515,7 +518,8 @@ impl Sources {
         let question = self.question.as_deref().unwrap_or_default();
         let source = &mut self.list[number - 1];
         let passage = markup::plain(&source.passage);
-        let mut cut = excerpt::excerpts(question, &[passage.as_str()], &[chars], None);
+        let tokenizer = Tokenizer::for_text(&passage);
+        let mut cut = excerpt::excerpts(question, &[passage.as_str()], &[chars], None, tokenizer);
         source.text = cut.pop().unwrap_or(passage);
         format!(
             "{}\n{}",

@@ -26,7 +26,7 @@ use super::{Agent, AgentError, AnswerCheck, StepRecord, step};
 use crate::engine::{Cancelled, ChatModel, Completion, StopReason};
 
 use crate::grammar::ANSWER_GBNF;
-use crate::language::{Language, answer_lines, asked_in, says_notes_lack_it};
+use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
 use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
@@ -146,7 +146,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let completion = self.write_answer(&messages, &mut |text| {
             gate.pass(text, &mut |checked| restating.pass(checked, &mut show))
         })?;
-        let language = asked_in(question);
+        let language = Language::detect(question);
         let made_up = gate.finish(&mut |checked| restating.pass(checked, &mut show));
         if !made_up.is_empty() {
             // Facts from nowhere: not shown as an answer. The notes do not say; the turn may

@@ -62,7 +62,7 @@ use crate::engine::{
     CancellationToken, Cancelled, ChatModel, Completion, EngineError, GenerateRequest,
     GenerationStats, Sampling,
 };
-use crate::language::{answer_lines, asked_in};
+use crate::language::{Language, answer_lines};
 use crate::lists;
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::sources::{Citation, Claim, Sources};
@@ -501,7 +501,7 @@ fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], questio
         return String::new();
     };
     let rest = list.left_out;
-    let lead = answer_lines(asked_in(question))
+    let lead = answer_lines(Language::detect(question))
         .rest_of_list
         .replace("{}", &format!("[{number}]"));
     let items: Vec<String> = rest.iter().map(|item| format!("- {item}")).collect();
@@ -539,7 +539,7 @@ fn finish(
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
         let quoted = format!(
             "\n\n{}",
-            quote_sources(&sources, crate::language::asked_in(question))
+            quote_sources(&sources, Language::detect(question))
         );
         let _ = on_text(&quoted);
         quote_at = Some(answer.len() + 2);

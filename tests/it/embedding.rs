@@ -173,8 +173,8 @@ fn a_command_that_cannot_wait_answers_by_words_and_says_so() {
     assert!(!retrieved(&report).is_empty(), "{report:#}");
 }
 
-/// With no `--embedding-model`, the vault's own text chooses: a vault written in Chinese is
-/// embedded by the multilingual model, an English one by all-MiniLM (as good in English and
+/// With no `--embedding-model`, the vault's own text chooses: a vault written in Chinese or
+/// German is embedded by the multilingual model, an English one by all-MiniLM (as good in English and
 /// twice as fast). Both from the models folder, as scripts/setup leaves them.
 #[test]
 fn the_default_embedding_model_follows_the_language_of_the_vault() {
@@ -219,4 +219,27 @@ fn the_default_embedding_model_follows_the_language_of_the_vault() {
     let sample_vault = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sample-vault");
     let (english, _) = index(sample_vault.to_str().unwrap());
     assert_eq!(english["model"], "all-MiniLM-L6-v2.gguf", "{english}");
+
+    // Latin letters say nothing: a German vault is told by its words.
+    let german = dir.path().join("Notizen");
+    std::fs::create_dir_all(&german).unwrap();
+    for (name, body) in [
+        (
+            "Fahrrad.md",
+            "# Fahrrad\nDer hintere Reifen war platt, also habe ich ihn am Montag beim Laden \
+             um die Ecke wechseln lassen. Das hat zwanzig Euro gekostet.",
+        ),
+        (
+            "Balkon.md",
+            "# Balkon\nIm Frühjahr kommen Tomaten und Kräuter in die großen Kästen. Die Erde \
+             muss vorher gedüngt werden.",
+        ),
+    ] {
+        std::fs::write(german.join(name), body).unwrap();
+    }
+    let (german, stderr) = index(german.to_str().unwrap());
+    assert_eq!(
+        german["model"], "multilingual-e5-small.gguf",
+        "{german} {stderr}"
+    );
 }

@@ -43,14 +43,15 @@ pub fn units(passage: &str) -> Vec<&str> {
 /// The parts of `passages` that bear on `question`, each at most `bounds[i]` characters (the
 /// last bound for passages past the end of `bounds`); a passage within its bound is kept whole.
 /// `meaning`, where given, holds one row per passage: each of its [`units`]' similarity to the
-/// question (a row of another length is ignored).
+/// question (a row of another length is ignored). Words are read by `tokenizer`, the index's
+/// ([`crate::index::VaultIndex::tokenizer`]).
 pub fn excerpts(
     question: &str,
     passages: &[&str],
     bounds: &[usize],
     meaning: Option<&[Vec<f32>]>,
+    mut tokenizer: Tokenizer,
 ) -> Vec<String> {
-    let mut tokenizer = Tokenizer::default();
     let asked: HashSet<String> = tokenizer.query_terms(question).into_iter().collect();
     let units: Vec<Vec<Unit>> = passages
         .iter()
@@ -289,13 +290,25 @@ mod tests {
 
     #[test]
     fn a_passage_within_its_bound_is_kept_whole() {
-        let cut = excerpts("how often are snapshots taken?", &[RECOVERY], &[1000], None);
+        let cut = excerpts(
+            "how often are snapshots taken?",
+            &[RECOVERY],
+            &[1000],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(cut, vec![RECOVERY.to_string()]);
     }
 
     #[test]
     fn the_matching_units_are_kept_in_order_with_an_ellipsis_where_text_was_left_out() {
-        let cut = excerpts("How long are snapshots kept?", &[RECOVERY], &[140], None);
+        let cut = excerpts(
+            "How long are snapshots kept?",
+            &[RECOVERY],
+            &[140],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(
             cut[0],
             "…\nSnapshots are taken every 5 minutes, and kept for 7 days by default.\n\
@@ -305,7 +318,13 @@ mod tests {
 
     #[test]
     fn a_lead_in_line_brings_the_line_after_it() {
-        let cut = excerpts("how do I restore a snapshot", &[RECOVERY], &[60], None);
+        let cut = excerpts(
+            "how do I restore a snapshot",
+            &[RECOVERY],
+            &[60],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(cut[0], "…\nTo restore a snapshot:\n1. Open Settings.\n…");
     }
 
@@ -315,14 +334,26 @@ mod tests {
             "Obsidian stores notes.\nObsidian syncs. Obsidian has themes with dark colours.",
             "Obsidian runs plugins.",
         ];
-        let cut = excerpts("obsidian dark themes", &passages, &[40, 40], None);
+        let cut = excerpts(
+            "obsidian dark themes",
+            &passages,
+            &[40, 40],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(cut[0], "… Obsidian has themes with dark colours.");
         assert_eq!(cut[1], "Obsidian runs plugins.");
     }
 
     #[test]
     fn a_passage_sharing_no_word_keeps_its_opening() {
-        let cut = excerpts("what is a canvas?", &[RECOVERY], &[70], None);
+        let cut = excerpts(
+            "what is a canvas?",
+            &[RECOVERY],
+            &[70],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(
             cut[0],
             "File recovery is a core plugin. It keeps copies of your notes.\n…"
@@ -333,7 +364,7 @@ mod tests {
     fn a_unit_longer_than_the_bound_is_cut_at_a_word() {
         let long =
             "Snapshots are taken every five minutes while the app is open and kept for a week.";
-        let cut = excerpts("snapshots", &[long], &[30], None);
+        let cut = excerpts("snapshots", &[long], &[30], None, Tokenizer::default());
         assert_eq!(cut[0], "Snapshots are taken every five…");
     }
 
@@ -347,25 +378,43 @@ mod tests {
         );
         let mut similarities = vec![0.1; units.len()];
         similarities[2] = 0.6;
-        let by_words = excerpts(question, &[RECOVERY], &[80], None);
+        let by_words = excerpts(question, &[RECOVERY], &[80], None, Tokenizer::default());
         assert_eq!(
             by_words[0],
             "File recovery is a core plugin. It keeps copies of your notes.\n…"
         );
-        let by_meaning = excerpts(question, &[RECOVERY], &[80], Some(&[similarities]));
+        let by_meaning = excerpts(
+            question,
+            &[RECOVERY],
+            &[80],
+            Some(&[similarities]),
+            Tokenizer::default(),
+        );
         assert_eq!(
             by_meaning[0],
             "…\nSnapshots are taken every 5 minutes, and kept for 7 days by default.\n…"
         );
         // Similarities for other units than the passage's are not used.
-        let wrong = excerpts(question, &[RECOVERY], &[80], Some(&[vec![0.9, 0.1]]));
+        let wrong = excerpts(
+            question,
+            &[RECOVERY],
+            &[80],
+            Some(&[vec![0.9, 0.1]]),
+            Tokenizer::default(),
+        );
         assert_eq!(wrong, by_words);
     }
 
     #[test]
     fn cjk_sentences_are_units_and_matched_by_bigrams() {
         let passage = "文件恢复是核心插件。快照每五分钟保存一次。快照保留七天。";
-        let cut = excerpts("快照保留多久", &[passage], &[10], None);
+        let cut = excerpts(
+            "快照保留多久",
+            &[passage],
+            &[10],
+            None,
+            Tokenizer::default(),
+        );
         assert_eq!(cut[0], "… 快照保留七天。");
     }
 }

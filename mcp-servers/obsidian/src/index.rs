@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::api;
 use crate::dates::{self, NoteDateSources, NoteFormats, Period};
+use crate::language::Language;
 use crate::links::Link;
 use crate::note::{self, ParsedNote};
 use crate::resolve::{self, Names, NoteNames, RefError, Target};
@@ -203,6 +204,9 @@ pub struct VaultIndex {
     ordered: BTreeMap<(String, String), u32>,
     names: Names,
     search: SearchIndex,
+    /// The language of most of the vault's text when the index was built: its search terms'
+    /// stop words and stemmer ([`Tokenizer::for_language`]).
+    language: Option<Language>,
     /// Bumped by every change of the notes, so a watcher of the index can tell cheaply
     /// whether anything changed since it last looked.
     generation: u64,
@@ -328,6 +332,7 @@ impl VaultIndex {
     pub fn build(vault: Vault) -> (Self, BuildStats) {
         let t0 = Instant::now();
         let walk = vault.walk();
+        let language = vault.language_of(&walk.notes);
         let walk_elapsed = t0.elapsed();
         for (rel, why) in &walk.skipped {
             tracing::info!(path = %rel, reason = why, "skipped");
@@ -345,7 +350,7 @@ impl VaultIndex {
                 .map(|_| {
                     let (vault, files, next) = (&vault, &walk.notes, &next);
                     s.spawn(move || {
-                        let mut tok = Tokenizer::default();
+                        let mut tok = Tokenizer::for_language(language);
                         let mut done = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -382,6 +387,7 @@ impl VaultIndex {
             ordered: BTreeMap::new(),
             names: Names::default(),
             search: SearchIndex::default(),
+            language,
             generation: 0,
         };
         let parse_elapsed = t0.elapsed();
@@ -449,6 +455,16 @@ impl VaultIndex {
             self.by_rel.remove(&old.rel);
             self.generation += 1;
         }
+    }
+
+    /// The language of most of the vault's text, as the index read it.
+    pub fn language(&self) -> Option<Language> {
+        self.language
+    }
+
+    /// A tokenizer that reads text as the index does.
+    pub fn tokenizer(&self) -> Tokenizer {
+        Tokenizer::for_language(self.language)
     }
 
     /// A number that changes whenever a note is added, changed or removed.
@@ -558,7 +574,7 @@ impl VaultIndex {
 
     fn upsert(&mut self, f: FoundFile) {
         let found = f.clone();
-        let mut tok = Tokenizer::default();
+        let mut tok = self.tokenizer();
         match prepare(&self.vault, f, &mut tok) {
             Ok((entry, terms)) => {
                 self.insert(entry, terms, &mut tok);
@@ -651,8 +667,7 @@ impl VaultIndex {
 
     /// Names of notes whose title loosely resembles `input` (for "did you mean").
     pub fn suggest(&self, input: &str, n: usize) -> Vec<u32> {
-        let mut tok = Tokenizer::default();
-        let terms = tok.query_terms(input);
+        let terms = self.tokenizer().query_terms(input);
         self.search
             .search(&terms, |_| true)
             .into_iter()

@@ -1,11 +1,12 @@
-//! The language a text is written in, told by its script, for the languages whose script says
-//! it: Chinese, Japanese and Korean. The server ranks such a query by words alone when the
-//! embedding model does not cover its language; recall answers in it (and in German, French or
-//! Spanish, which recall tells by their words). Pure.
+//! The language a text is written in: by its script for Chinese, Japanese and Korean, by its
+//! words for German, French and Spanish. The server picks the embedding model by the vault's
+//! language and ranks a query by words alone when that model does not cover the query's;
+//! recall answers in the question's. Pure.
+
+use std::sync::LazyLock;
 
 /// A language other than English that Recall tells apart: by its script (Chinese, Japanese,
-/// Korean: [`Language::of`]), or, for recall's answers alone, by its words (German, French,
-/// Spanish: `recall::language::asked_in`), which this crate does not read.
+/// Korean: [`Language::of`]), or by its words (German, French, Spanish: [`Language::detect`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Language {
     /// Han characters without kana.
@@ -50,6 +51,29 @@ impl Language {
         } else {
             Language::Chinese
         })
+    }
+
+    /// The language of `text`: by its script ([`Language::of`]), else by its words when they
+    /// say so reliably (German, French or Spanish, told from English by `whatlang`'s trigram
+    /// statistics). `None`: English, or a text too short to tell. Measured on the bench
+    /// questions (2026-12-06): of about 700 in English none was told another language; 21 of
+    /// 36 German and 17 of 36 French ones were told theirs. A whole vault's sample is told far
+    /// more surely than a question.
+    pub fn detect(text: &str) -> Option<Language> {
+        use whatlang::{Detector, Lang};
+        static DETECTOR: LazyLock<Detector> = LazyLock::new(|| {
+            Detector::with_allowlist(vec![Lang::Eng, Lang::Deu, Lang::Fra, Lang::Spa])
+        });
+        if let Some(language) = Language::of(text) {
+            return Some(language);
+        }
+        let info = DETECTOR.detect(text).filter(|info| info.is_reliable())?;
+        match info.lang() {
+            Lang::Deu => Some(Language::German),
+            Lang::Fra => Some(Language::French),
+            Lang::Spa => Some(Language::Spanish),
+            _ => None,
+        }
     }
 
     /// Its name, as the instruction says it.
@@ -103,5 +127,26 @@ mod tests {
             None
         );
         assert_eq!(Language::of("42?"), None);
+    }
+
+    #[test]
+    fn the_words_of_a_latin_script_text_name_german_french_or_spanish() {
+        let german = "Am Samstag haben wir den Keller ausgeräumt, und danach gab es Kuchen bei \
+                      meiner Schwester. Der Umzug ist für nächsten Monat geplant.";
+        let french = "Samedi nous avons vidé la cave, puis nous avons mangé une tarte chez ma \
+                      sœur. Le déménagement est prévu pour le mois prochain.";
+        let spanish = "El sábado vaciamos el sótano y después comimos tarta en casa de mi \
+                       hermana. La mudanza está prevista para el mes que viene.";
+        let english = "On Saturday we cleared out the cellar, then had cake at my sister's. \
+                       The move is planned for next month.";
+        assert_eq!(Language::detect(german), Some(Language::German));
+        assert_eq!(Language::detect(french), Some(Language::French));
+        assert_eq!(Language::detect(spanish), Some(Language::Spanish));
+        assert_eq!(Language::detect(english), None);
+        assert_eq!(
+            Language::detect("快照会保留多久？"),
+            Some(Language::Chinese)
+        );
+        assert_eq!(Language::detect("42"), None);
     }
 }

@@ -8,20 +8,21 @@ use std::path::{Path, PathBuf};
 
 use crate::language::Language;
 
-/// The embedding model a local models folder holds for notes in English and other languages
-/// a script does not name (Recall's `scripts/fetch-embedding-model` makes it from a PyPI
+/// The embedding model a local models folder holds for notes in English and languages Recall
+/// does not tell (Recall's `scripts/fetch-embedding-model` makes it from a PyPI
 /// package).
 pub const MINILM_FILE: &str = "all-MiniLM-L6-v2.gguf";
 
-/// The one it holds for notes in Chinese, Japanese or Korean
+/// The one it holds for notes in Chinese, Japanese, Korean, German, French or Spanish
 /// (`scripts/fetch-multilingual-embedding-model`).
 pub const MULTILINGUAL_FILE: &str = "multilingual-e5-small.gguf";
 
-/// The local model files for a vault whose text is in `language` (`None`: English or another
-/// language a script does not name), best first. English vaults keep all-MiniLM: it ranks the
+/// The local model files for a vault whose text is in `language` (`None`: English or a
+/// language Recall does not tell), best first. English vaults keep all-MiniLM: it ranks the
 /// English help questions as well as multilingual-e5-small and embeds twice as fast (Recall's
 /// docs/search.md has the figures); a Chinese vault gains on words alone only with the
-/// multilingual model.
+/// multilingual model, and German and French vaults gain with it too (hit@1 19 → 22 and
+/// 20 → 24 of 36, as served).
 pub fn local_files(language: Option<Language>) -> &'static [&'static str] {
     match language {
         None => &[MINILM_FILE],

@@ -1,6 +1,7 @@
 //! Ranked full-text search: an in-memory inverted index with BM25F scoring over four fields
-//! (title+aliases, headings, tags, body), English stop words and Snowball stemming, and CJK
-//! text indexed as character unigrams and bigrams. Updated one document at a time, so the
+//! (title+aliases, headings, tags, body), stop words and Snowball stemming in the vault's
+//! language (English unless it is German, French or Spanish), and CJK text indexed as
+//! character unigrams and bigrams. Updated one document at a time, so the
 //! file watcher can keep it live. Also picks which passage of a matching document best
 //! answers the query ([`best_passage`]). Knows nothing about files or MCP.
 //!
@@ -12,6 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+
+use crate::language::Language;
 
 /// Index fields.
 pub const TITLE: usize = 0;
@@ -26,7 +29,8 @@ const WEIGHTS: [f32; FIELDS] = [5.0, 2.0, 2.0, 1.0];
 const B: [f32; FIELDS] = [0.3, 0.5, 0.3, 0.75];
 const K1: f32 = 1.2;
 
-/// Words too common to carry meaning in a question.
+/// Words too common to carry meaning in an English question (and the words a question about
+/// notes uses for them).
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
@@ -162,11 +166,27 @@ const STOP_WORDS: &[&str] = &[
     "said",
 ];
 
-static STOP_SET: LazyLock<HashSet<&'static str, Fast>> =
-    LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+/// A set of stop words.
+type StopWords = HashSet<&'static str, Fast>;
 
-fn is_stop_word(w: &str) -> bool {
-    w.len() <= 9 && STOP_SET.contains(w)
+/// The stop words and stemmer for text in `language`: English for English, Chinese, Japanese
+/// and Korean (their own text is read as characters, the Latin words among it are English's);
+/// German, French and Spanish take NLTK's stop words (the `stop-words` crate) and their own
+/// Snowball stemmer.
+fn stop_words_and_stemmer(language: Option<Language>) -> (&'static StopWords, Algorithm) {
+    static ENGLISH: LazyLock<StopWords> = LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+    static GERMAN: LazyLock<StopWords> = LazyLock::new(|| nltk("de"));
+    static FRENCH: LazyLock<StopWords> = LazyLock::new(|| nltk("fr"));
+    static SPANISH: LazyLock<StopWords> = LazyLock::new(|| nltk("es"));
+    fn nltk(code: &str) -> StopWords {
+        stop_words::get(code).iter().copied().collect()
+    }
+    match language {
+        Some(Language::German) => (&GERMAN, Algorithm::German),
+        Some(Language::French) => (&FRENCH, Algorithm::French),
+        Some(Language::Spanish) => (&SPANISH, Algorithm::Spanish),
+        _ => (&ENGLISH, Algorithm::English),
+    }
 }
 
 /// Hash-map state for terms of the user's own vault (fast; no need for DoS resistance here).
@@ -189,6 +209,7 @@ pub fn is_cjk(c: char) -> bool {
 /// costs one hash lookup per word and one per distinct term, not one per word per step.
 pub struct Tokenizer {
     stemmer: Stemmer,
+    stop_words: &'static StopWords,
     word: String,
     /// Lowercased word → its term (the stem; numbers as they are), or `None` for a stop word.
     words: HashMap<Box<str>, Option<TermId>, Fast>,
@@ -224,9 +245,20 @@ impl Vocab {
 }
 
 impl Default for Tokenizer {
+    /// An English tokenizer.
     fn default() -> Self {
+        Tokenizer::for_language(None)
+    }
+}
+
+impl Tokenizer {
+    /// A tokenizer for text in `language` (`None`: English), with its stop words and stemmer.
+    /// An index and the queries asked of it must use the same.
+    pub fn for_language(language: Option<Language>) -> Tokenizer {
+        let (stop_words, algorithm) = stop_words_and_stemmer(language);
         Self {
-            stemmer: Stemmer::create(Algorithm::English),
+            stemmer: Stemmer::create(algorithm),
+            stop_words,
             word: String::new(),
             words: HashMap::default(),
             vocab: Vocab::default(),
@@ -234,9 +266,13 @@ impl Default for Tokenizer {
             touched: Vec::new(),
         }
     }
-}
 
-impl Tokenizer {
+    /// A tokenizer for the language `text` is written in ([`Language::detect`]): for a
+    /// client that has the vault's passages but not the index.
+    pub fn for_text(text: &str) -> Tokenizer {
+        Tokenizer::for_language(Language::detect(text))
+    }
+
     /// Calls `f(term, byte_start, byte_end)` for every term in `text`. With `query` set, CJK
     /// runs longer than one character give only bigrams (the index holds both).
     pub fn each(&mut self, text: &str, query: bool, mut f: impl FnMut(&str, usize, usize)) {
@@ -329,7 +365,7 @@ impl Tokenizer {
         {
             return None;
         }
-        let id = if is_stop_word(&self.word) {
+        let id = if self.stop_words.contains(self.word.as_str()) {
             None
         } else if self.word.bytes().any(|b| b.is_ascii_digit()) {
             Some(self.vocab.intern(&self.word))
@@ -658,6 +694,34 @@ mod tests {
     fn stems_and_drops_stop_words() {
         assert_eq!(terms("What are the running Foxes?"), vec!["run", "fox"]);
         assert_eq!(terms("version 2024"), vec!["version", "2024"]);
+    }
+
+    #[test]
+    fn a_vault_in_german_french_or_spanish_drops_and_stems_its_own_words() {
+        let terms_in = |language, text| Tokenizer::for_language(Some(language)).query_terms(text);
+        // The same words in another form meet at one term; the language's own small words go.
+        assert_eq!(
+            terms_in(Language::German, "die Kisten für die Wohnungen"),
+            terms_in(Language::German, "Kiste Wohnung")
+        );
+        assert!(terms_in(Language::German, "und der die das").is_empty());
+        assert_eq!(
+            terms_in(Language::French, "les déménageurs"),
+            terms_in(Language::French, "déménageur")
+        );
+        assert!(terms_in(Language::French, "le la les et de").is_empty());
+        assert_eq!(
+            terms_in(Language::Spanish, "las mudanzas"),
+            terms_in(Language::Spanish, "mudanza")
+        );
+        // Read as English, a German small word is a term and a plural stays apart.
+        assert!(!terms("und der").is_empty());
+        // A Chinese vault's Latin words are English's.
+        assert_eq!(
+            Tokenizer::for_language(Some(Language::Chinese))
+                .query_terms("What are the running Foxes?"),
+            terms("What are the running Foxes?")
+        );
     }
 
     #[test]

@@ -386,11 +386,12 @@ impl Tools {
                 }
             }),
         };
+        let tokenizer = idx.tokenizer();
         drop(idx);
         if let Some(bound) = p.excerpt {
             // Unit embeddings wait for the query thread, so the index lock is released first.
             let bound = bound.clamp(MIN_EXCERPT_CHARS, api::PASSAGE_CHARS);
-            add_excerpts(&mut out.hits, &p.query, bound, semantic);
+            add_excerpts(&mut out.hits, &p.query, bound, semantic, tokenizer);
         }
         let mut text = String::new();
         if out.hits.is_empty() {
@@ -643,7 +644,13 @@ impl Tools {
 /// Each hit's excerpt within `bound` characters ([`excerpt::excerpts`]), its sentences weighed
 /// by meaning too where `semantic` has a model for the query's language: every unit of every
 /// hit embedded in one batch, on the query thread.
-fn add_excerpts(hits: &mut [SearchHit], query: &str, bound: usize, semantic: Option<&Semantic>) {
+fn add_excerpts(
+    hits: &mut [SearchHit],
+    query: &str,
+    bound: usize,
+    semantic: Option<&Semantic>,
+    tokenizer: crate::search::Tokenizer,
+) {
     let passages: Vec<&str> = hits.iter().map(|h| h.passage.as_str()).collect();
     let units: Vec<Vec<&str>> = passages.iter().map(|p| excerpt::units(p)).collect();
     let all: Vec<&str> = units.iter().flatten().copied().collect();
@@ -666,7 +673,7 @@ fn add_excerpts(hits: &mut [SearchHit], query: &str, bound: usize, semantic: Opt
             })
             .collect()
     });
-    let cuts = excerpt::excerpts(query, &passages, &[bound], meaning.as_deref());
+    let cuts = excerpt::excerpts(query, &passages, &[bound], meaning.as_deref(), tokenizer);
     for (hit, cut) in hits.iter_mut().zip(cuts) {
         hit.excerpt = Some(cut);
     }

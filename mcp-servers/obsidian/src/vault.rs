@@ -205,13 +205,17 @@ impl Vault {
         Some(parts.join("/"))
     }
 
-    /// The language most of the vault's text is written in, when its script names it
-    /// ([`Language::of`] over a sample): up to [`LANGUAGE_SAMPLE_NOTES`] notes spread over the
-    /// vault, the first [`LANGUAGE_SAMPLE_BYTES`] of each. `None` for a vault in English or
-    /// another Latin-script language, or one with no readable note. Reads a few hundred
+    /// The language most of the vault's text is written in ([`Language::detect`] over a
+    /// sample: its script, else its words): up to [`LANGUAGE_SAMPLE_NOTES`] notes spread over
+    /// the vault, the first [`LANGUAGE_SAMPLE_BYTES`] of each. `None` for a vault in English or
+    /// a language Recall does not tell, or one with no readable note. Reads a few hundred
     /// kilobytes at most, so a caller choosing an embedding model can afford it at start.
     pub fn language(&self) -> Option<Language> {
-        let notes = self.walk().notes;
+        self.language_of(&self.walk().notes)
+    }
+
+    /// [`Vault::language`] of a walk already made.
+    pub fn language_of(&self, notes: &[FoundFile]) -> Option<Language> {
         let step = notes.len().div_ceil(LANGUAGE_SAMPLE_NOTES).max(1);
         let mut sample = String::new();
         for note in notes.iter().step_by(step) {
@@ -225,7 +229,7 @@ impl Vault {
             sample.push_str(&text[..end]);
             sample.push('\n');
         }
-        Language::of(&sample)
+        Language::detect(&sample)
     }
 
     /// Walks the whole vault.
@@ -591,6 +595,23 @@ mod tests {
             "同步的文件大小上限是多少？标准版为五兆字节，增强版更大。",
         );
         assert_eq!(vault.language(), Some(Language::Chinese));
+    }
+
+    #[test]
+    fn a_vault_in_latin_letters_is_told_by_its_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| std::fs::write(dir.path().join(rel), text).unwrap();
+        write(
+            "Umzug.md",
+            "# Umzug\nDie neue Wohnung liegt im dritten Stock. Die Kisten kommen am Freitag, \
+             der Vermieter bringt die Schlüssel mit.",
+        );
+        write(
+            "Garten.md",
+            "Im Garten wachsen dieses Jahr Bohnen und Kartoffeln. Nach dem Regen war alles grün.",
+        );
+        let vault = Vault::open(dir.path()).unwrap();
+        assert_eq!(vault.language(), Some(Language::German));
     }
 
     #[test]

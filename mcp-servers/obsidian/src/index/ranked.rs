@@ -144,7 +144,7 @@ impl VaultIndex {
         filter: &NoteFilter,
         semantic: Option<&[NoteMatch]>,
     ) -> Vec<Hit> {
-        let mut tok = Tokenizer::default();
+        let mut tok = self.tokenizer();
         let terms = tok.query_terms(query);
         let semantic = semantic.filter(|s| !s.is_empty());
         if terms.is_empty() && semantic.is_none() && filter.period.is_none() {

@@ -203,7 +203,7 @@ pub(super) fn retrieval(args: &[String]) -> anyhow::Result<()> {
                 None => None,
             };
             for row in &mut excerpt_rows {
-                row.add(q, &heads, &texts, meaning.as_deref(), keywords);
+                row.add(q, &heads, &texts, meaning.as_deref(), keywords, &idx);
             }
         }
         let text = shown(&final_hits);
@@ -317,13 +317,20 @@ impl ExcerptRow {
         texts: &[&str],
         meaning: Option<&[Vec<f32>]>,
         keywords: &[String],
+        index: &obsidian_kb::VaultIndex,
     ) {
         if keywords.is_empty() {
             return;
         }
         self.questions += 1;
         for (mode, meaning) in [None, meaning].into_iter().enumerate() {
-            let cut = obsidian_kb::excerpt::excerpts(question, texts, &self.bounds, meaning);
+            let cut = obsidian_kb::excerpt::excerpts(
+                question,
+                texts,
+                &self.bounds,
+                meaning,
+                index.tokenizer(),
+            );
             let text: String = heads
                 .iter()
                 .zip(&cut)
