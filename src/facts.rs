@@ -51,6 +51,16 @@ static FACT: LazyLock<Regex> = LazyLock::new(|| {
 static THOUSANDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(\d),(\d{3})(?-u:\b)").expect("valid regex"));
 
+/// A comma between digits that is no thousands separator (once [`THOUSANDS`] took those): a
+/// decimal comma, as most of Europe writes `4,60 €`.
+static DECIMAL_COMMA: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(\d),(\d)").expect("valid regex"));
+
+/// Digit groups of three after dots: a thousands separator where most of Europe writes one
+/// (`3.950 €`), a decimal point elsewhere; a source's such number is known both ways.
+static DOT_THOUSANDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d{1,3}(?:\.\d{3})+$").expect("valid regex"));
+
 /// Two modifiers for two systems before one combination: `Cmd/Ctrl+Shift+F`.
 static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -197,6 +207,9 @@ impl KnownFacts {
         for text in texts {
             add_words(&mut words, text);
             for found in FACT.find_iter(text) {
+                if DOT_THOUSANDS.is_match(found.as_str()) {
+                    numbers.insert(found.as_str().replace('.', ""));
+                }
                 if let Fact::Number { whole, mut parts } = Fact::read(found.as_str()) {
                     numbers.insert(whole);
                     numbers.extend(parts.iter().cloned());
@@ -651,6 +664,7 @@ impl Fact {
         }
         let plain = THOUSANDS.replace_all(found, "$1$2");
         let plain = THOUSANDS.replace_all(&plain, "$1$2");
+        let plain = DECIMAL_COMMA.replace_all(&plain, "$1.$2");
         // `99.00` is `99`, `8.50` is `8.5`.
         let plain = match plain.split_once('.') {
             Some((whole, decimals)) if decimals.bytes().all(|b| b.is_ascii_digit()) => {

@@ -51,7 +51,7 @@ pub struct SourceTerms {
 impl SourceTerms {
     /// Reads the terms of `sources`.
     pub fn new(sources: &[String]) -> SourceTerms {
-        let mut tokenizer = Tokenizer::default();
+        let mut tokenizer = Tokenizer::for_text(&sources.join("\n"));
         let held = sources
             .iter()
             .map(|text| tokenizer.query_terms(text).into_iter().collect())
@@ -138,7 +138,7 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     let chooses = offers_choice(question) && !answer.trim().is_empty();
     let in_question = verdicts(question);
     let gives_verdict = verdicts(answer).iter().any(|v| !in_question.contains(v));
-    let own = own_terms(&mut Tokenizer::default(), asked, answer);
+    let own = own_terms(&mut reader(&[question, answer]), asked, answer);
     match (gives_verdict || chooses, own.is_empty()) {
         (false, true) => Adds::Nothing,
         (true, _) if words_in(&own) < MIN_CLAIM_WORDS => Adds::VerdictOnly,
@@ -233,14 +233,14 @@ fn words_in(terms: &[String]) -> f32 {
 /// `asked` (the instruction the question stands in) lacks. A lead-in ("To update them, follow
 /// these steps:") does not; a sentence with the answer's facts does.
 pub fn states_something(asked: &str, text: &str) -> bool {
-    words_in(&own_terms(&mut Tokenizer::default(), asked, text)) >= MIN_CLAIM_WORDS
+    words_in(&own_terms(&mut reader(&[asked, text]), asked, text)) >= MIN_CLAIM_WORDS
 }
 
 /// The share of `answer`'s own terms (distinct, those `asked` lacks, citation marks aside)
 /// that `source` holds: how much of an answer said to come from that one source does. 0 for
 /// an answer with no terms of its own.
 pub fn held_share(asked: &str, answer: &str, source: &str) -> f32 {
-    let mut tokenizer = Tokenizer::default();
+    let mut tokenizer = reader(&[answer, source]);
     let own: HashSet<String> = own_terms(&mut tokenizer, asked, answer)
         .into_iter()
         .collect();
@@ -268,7 +268,7 @@ pub struct Overlap {
 /// them) held against those of `asked`: what a quiz answer adds to its question or its note's
 /// title.
 pub fn overlap(asked: &str, text: &str) -> Overlap {
-    let mut tokenizer = Tokenizer::default();
+    let mut tokenizer = reader(&[asked, text]);
     let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
     let terms = tokenizer.query_terms(text);
     let own: HashSet<&String> = terms.iter().filter(|t| !asked.contains(*t)).collect();
@@ -283,7 +283,16 @@ pub fn overlap(asked: &str, text: &str) -> Overlap {
 
 /// The terms of `answer` that `asked` lacks ([`own_terms`]), for a check of its own.
 pub fn own_terms_of(asked: &str, answer: &str) -> Vec<String> {
-    own_terms(&mut Tokenizer::default(), asked, answer)
+    own_terms(&mut reader(&[asked, answer]), asked, answer)
+}
+
+/// A tokenizer for the language `texts` are written in, together ([`Tokenizer::for_text`]):
+/// a German answer's "am" and "der" are no words of its own, and "Hochzeit" and "Hochzeiten"
+/// one. All the texts of one comparison are read alike, or their terms would not meet; the
+/// language is told from the answer and what it is held against, not from an instruction
+/// around the question, which is English.
+fn reader(texts: &[&str]) -> Tokenizer {
+    Tokenizer::for_text(&texts.join("\n"))
 }
 
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
@@ -679,6 +688,19 @@ mod tests {
             1.0
         );
         assert!(held_share("水应该多热？", "用铜壶加热的蒸汽 [1]。", source) < 0.3);
+        // German is read as German: its small words ("am", "im") are no words of the answer's
+        // own, which English stop words would leave in, and the held share with them.
+        let asked = "Beantworte die Frage aus Quelle 1: wann hat mein Bruder geheiratet?";
+        let source = "Samstag, 13. September: Hochzeit im Schloss, danach Feier bis drei Uhr \
+                      früh. Die Braut kam mit der Kutsche.";
+        assert_eq!(
+            held_share(
+                asked,
+                "Dein Bruder hat am 13. September geheiratet [1].",
+                source
+            ),
+            1.0
+        );
     }
 
     #[test]

@@ -71,6 +71,20 @@ fn numbers_match_in_other_forms() {
         given.unsupported("It keeps 10,000 versions.", true),
         ["10,000"]
     );
+    // A decimal comma is a decimal point, and dots between groups of three may separate
+    // thousands: an answer may write a European source's amount either way.
+    let given = known(&["Mittagessen 4,60 € pro Tag. Kaufpreis 3.950 €, Anzahlung 1.000 €."]);
+    for answer in [
+        "Lunch is 4.60 € a day.",
+        "Das Mittagessen kostet 4,60 € [1].",
+        "It cost 3,950 € [1].",
+        "Es kostete 3.950 € [1].",
+        "A deposit of 1000 € [1].",
+    ] {
+        assert!(given.unsupported(answer, true).is_empty(), "{answer}");
+    }
+    assert_eq!(given.unsupported("Lunch is 4.70 € a day.", true), ["4.70"]);
+    assert_eq!(given.unsupported("It cost 3,590 €.", true), ["3,590"]);
 }
 
 #[test]
