@@ -457,11 +457,6 @@ impl VaultIndex {
         }
     }
 
-    /// The language of most of the vault's text, as the index read it.
-    pub fn language(&self) -> Option<Language> {
-        self.language
-    }
-
     /// A tokenizer that reads text as the index does.
     pub fn tokenizer(&self) -> Tokenizer {
         Tokenizer::for_language(self.language)
