@@ -288,9 +288,10 @@ pub fn own_terms_of(asked: &str, answer: &str) -> Vec<String> {
 
 /// A tokenizer for the language `texts` are written in, together ([`Tokenizer::for_text`]):
 /// a German answer's "am" and "der" are no words of its own, and "Hochzeit" and "Hochzeiten"
-/// one. All the texts of one comparison are read alike, or their terms would not meet; the
-/// language is told from the answer and what it is held against, not from an instruction
-/// around the question, which is English.
+/// one. All the texts of one comparison are read alike, or their terms would not meet. Where
+/// the question or the source is at hand apart from the English instruction around it
+/// ([`adds`], [`held_share`]), the language is told from those and the answer; elsewhere from
+/// all the texts compared.
 fn reader(texts: &[&str]) -> Tokenizer {
     Tokenizer::for_text(&texts.join("\n"))
 }
