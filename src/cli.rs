@@ -150,18 +150,6 @@ pub struct AgentArgs {
     /// tools (among the vault's alone it only searched again).
     #[arg(long)]
     pub decide_first: bool,
-    /// Have the model restate a follow-up that leans on the conversation ("And on Plus?") as a
-    /// question that stands alone, and search and answer that; by default it is searched
-    /// with the question before it, as typed (with a 1.5B model the restatement cost about
-    /// 0.8 s a follow-up and made no more answers right: docs/benches.md).
-    #[arg(long)]
-    pub restate: bool,
-    /// Have the model read a name an answer gives (to who, where, what brand) against the
-    /// line it stands in, as it reads a figure (that the line names what is asked about is
-    /// checked always); off by default: with a 1.5B model it refused right answers as often
-    /// as it caught made-up names (docs/benches.md).
-    #[arg(long)]
-    pub check_names: bool,
     /// How an answer the notes hold is told from one the model made up: `rules` reads its
     /// facts, figures and names against the sources' words (streamed as checked); `gain`
     /// scores the answer after the sources and after the question alone, and takes one the

@@ -51,13 +51,6 @@ first ::= [^\[<\x00-\x20]
 rest ::= [^\x00]*
 "#;
 
-/// One line of prose, never a call: a follow-up written again as a question that stands
-/// alone (`agent::restate`). Whether it is a question is judged after it is written.
-pub const RESTATED_GBNF: &str = r#"root ::= first rest
-first ::= [^\[<\x00-\x20]
-rest ::= [^\n\x00]*
-"#;
-
 /// A verdict: `yes` or `no` (`agent::figure`'s check of the line an answer's figure stands in).
 pub const VERDICT_GBNF: &str = r#"root ::= "yes" | "no"
 "#;

@@ -24,7 +24,7 @@ use crate::language::Language;
 use crate::tool::ToolSpec;
 
 /// Every built-in template, by name. All are compiled (and so syntax-checked) by [`ChatTemplate`].
-pub const TEMPLATES: [(&str, &str); 14] = [
+pub const TEMPLATES: [(&str, &str); 13] = [
     (LLAMA3_CHAT, include_str!("../prompts/llama3/chat.j2")),
     (CHATML, include_str!("../prompts/chatml.j2")),
     (
@@ -42,10 +42,6 @@ pub const TEMPLATES: [(&str, &str); 14] = [
     (
         ATTRIBUTION_INSTRUCTION,
         include_str!("../prompts/agent/attribute.j2"),
-    ),
-    (
-        RESTATE_INSTRUCTION,
-        include_str!("../prompts/agent/restate.j2"),
     ),
     (CHECK_INSTRUCTION, include_str!("../prompts/agent/check.j2")),
     (
@@ -70,7 +66,6 @@ const TOOL_INSTRUCTIONS: &str = "tools/pythonic.j2";
 const TOOL_RESULT_AS_USER: &str = "tools/result_as_user.j2";
 const ANSWER_INSTRUCTION: &str = "agent/answer.j2";
 const ATTRIBUTION_INSTRUCTION: &str = "agent/attribute.j2";
-const RESTATE_INSTRUCTION: &str = "agent/restate.j2";
 const CHECK_INSTRUCTION: &str = "agent/check.j2";
 /// Name under which a GGUF's own chat template is registered.
 const EMBEDDED: &str = "embedded";
@@ -451,29 +446,6 @@ impl ChatTemplate {
     /// came from.
     pub fn attribution_instruction(&self, count: usize) -> Result<String, PromptError> {
         self.render(ATTRIBUTION_INSTRUCTION, json!({"count": count}))
-    }
-
-    /// The restatement step's message: the follow-up `question`, after the earlier `turns`
-    /// (question, the start of its answer), to be written again to stand alone, in its
-    /// language when its script says it.
-    pub fn restate_instruction(
-        &self,
-        turns: &[(&str, &str)],
-        question: &str,
-    ) -> Result<String, PromptError> {
-        let language = Language::detect(question);
-        let turns: Vec<Value> = turns
-            .iter()
-            .map(|(question, answer)| json!({"question": question, "answer": answer}))
-            .collect();
-        self.render(
-            RESTATE_INSTRUCTION,
-            json!({
-                "turns": turns,
-                "follow_up": question,
-                "language": language.map(Language::name),
-            }),
-        )
     }
 
     /// The figure check's message (`agent::figure`): the `lines` an answer's figure stands in

@@ -436,8 +436,6 @@ impl Workbench {
             sampling: model_args.sampling(),
             cancel: self.interrupt.token(),
             today: agent_args.today.unwrap_or_else(obsidian_kb::dates::today),
-            restate: agent_args.restate,
-            check_names: agent_args.check_names,
             answer_check: match agent_args.grounding {
                 Grounding::Rules => AnswerCheck::Rules,
                 Grounding::Gain => AnswerCheck::Gain {

@@ -53,9 +53,9 @@ const UNDATED: &str = "No note is dated on the day it asks about.";
 pub(super) struct Asked<'a> {
     /// The question as the person asked it.
     pub(super) question: &'a str,
-    /// The question restated to stand alone, when it leaned on the conversation
-    /// ([`super::restate`]): what the answer step asks.
-    pub(super) restated: Option<&'a str>,
+    /// What a follow-up only naming another note or day means, the question before asked of
+    /// it (`follow_up::Searched::meant`): what the answer step asks.
+    pub(super) instead: Option<&'a str>,
     /// The day or period a follow-up asks about by another day ("And the night before?").
     pub(super) period: Option<Period>,
     /// The day or period the question names, when no note is dated within it: a small model
@@ -72,9 +72,10 @@ pub(super) struct Asked<'a> {
 }
 
 impl<'a> Asked<'a> {
-    /// The question the answer step asks: restated when it was, else as asked.
+    /// The question the answer step asks: what a follow-up only naming another note or day
+    /// means, else the question as asked.
     pub(super) fn meant(&self) -> &'a str {
-        self.restated.unwrap_or(self.question)
+        self.instead.unwrap_or(self.question)
     }
 
     /// What the answer instruction says of the question after asking it: the day or period a

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-use super::side_step::{Context, SideStep};
+use super::side_step::SideStep;
 use super::{Agent, AgentError};
 use crate::engine::{ChatModel, Completion};
 use crate::grammar::citation_gbnf;
@@ -98,7 +98,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // Failing, the answer stays uncited.
         let step = SideStep {
             what: "attribution",
-            context: Context::Answer,
             max_tokens: ATTRIBUTION_TOKENS,
             gbnf: citation_gbnf(given),
         };

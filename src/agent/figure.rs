@@ -25,7 +25,7 @@ use regex::Regex;
 use self::claim::{Per, claim_about, find_whole, sentence_with, whole_figure};
 use self::records::another_record_is_asked;
 use super::asks::{FigureKind, asks_a_figure, asks_a_name};
-use super::side_step::{Context, SideStep};
+use super::side_step::SideStep;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Chosen, Completion};
 use crate::facts::{KnownFacts, names_in, without_marks};
@@ -77,8 +77,9 @@ pub(super) struct FigureLine {
     /// Why the answer is no answer whatever the line says, when that is plain without a model
     /// call.
     pub(super) no_answer: Option<NoAnswer>,
-    /// Whether what is checked is a name, not a figure: read by the model only with
-    /// `--check-names`.
+    /// Whether what is checked is a name, not a figure: never read by the model (on the frozen
+    /// Chinese set it refused right answers, "10月28号我在哪", more than it caught made-up
+    /// names).
     pub(super) is_name: bool,
     /// What says what the line is about beyond its place, read with it for a name
     /// ([`names_what_is_asked`]): the opening line of its passage when no list item
@@ -481,7 +482,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             tracing::debug!("{:?} is no answer: {why:?}", line.claim);
             return Ok((false, None));
         }
-        if line.is_name && !self.options.check_names {
+        if line.is_name {
             return Ok((true, None));
         }
         let someone = someone.map(|s| SOURCE.replace_all(s, "").into_owned());
@@ -498,7 +499,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // Failing, the answer stands.
         let step = SideStep {
             what: "figure check",
-            context: Context::Answer,
             max_tokens: VERDICT_TOKENS,
             gbnf: VERDICT_GBNF.to_string(),
         };

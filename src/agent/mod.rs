@@ -18,7 +18,6 @@
 //! This module owns the turn: its order of steps, its options and records. Each step is a
 //! module of its own, in the order data flows through a turn:
 //! - [`follow_up`]: what a question means given the conversation: its search, its day;
-//! - [`restate`]: a follow-up that leans on the conversation written again to stand alone;
 //! - [`retrieve`]: the searches the agent makes itself (the opening one, the wider one);
 //! - [`pointed`]: the notes linked from the line a question describes, when it points at
 //!   someone it does not name;
@@ -47,7 +46,6 @@ mod grounded;
 mod named;
 mod own_words;
 mod pointed;
-mod restate;
 mod retrieve;
 mod side_step;
 mod subject;
@@ -108,13 +106,6 @@ pub struct AgentOptions {
     pub cancel: CancellationToken,
     /// The day relative dates in a question count from.
     pub today: NaiveDate,
-    /// Have the model restate a leaning follow-up to stand alone, and search and answer that
-    /// ([`restate`]); off: it is searched and asked as [`follow_up`] reads it.
-    pub restate: bool,
-    /// Have the model read a name an answer gives (who, where, what brand) against the line
-    /// it stands in, like a figure ([`figure`]). Off: on the frozen Chinese set it refused
-    /// right answers ("10月28号我在哪", "…分别是谁") more than it caught made-up names.
-    pub check_names: bool,
     /// How an answer the sources hold is told from one the model made up.
     pub answer_check: AnswerCheck,
 }
@@ -130,8 +121,6 @@ impl Default for AgentOptions {
             sampling: Sampling::default(),
             cancel: CancellationToken::new(),
             today: obsidian_kb::dates::today(),
-            restate: false,
-            check_names: false,
             answer_check: AnswerCheck::Rules,
         }
     }
@@ -159,9 +148,9 @@ pub struct CallRecord {
 /// What one step did: a model generation, or the opening search (no generation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
-    /// `restate` (a follow-up made to stand alone, [`restate`]), `retrieve`, `decision`,
-    /// `answer`, `check` (the line an answer's figure stands in read against it, [`figure`]),
-    /// `reread` (a second reading that found no answer, [`Agent::reread`]) or `attribute`.
+    /// `retrieve`, `decision`, `answer`, `check` (the line an answer's figure stands in read
+    /// against it, [`figure`]), `reread` (a second reading that found no answer,
+    /// [`Agent::reread`]) or `attribute`.
     pub kind: &'static str,
     /// What a `check` read beside its standing instruction; empty for other steps.
     pub input: String,
@@ -303,11 +292,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // What the turn searches for: the question, or a follow-up with the one it leans on,
         // within the day or period it names.
         let searched = self.searched_for(question, conversation);
-        let restated = match searched.leans && self.options.restate {
-            true => self.restate(conversation, &mut gathered.steps)?,
-            false => searched.meant.clone(),
-        };
-        let query = restated.as_deref().unwrap_or(&searched.query);
+        let query = searched.meant.as_deref().unwrap_or(&searched.query);
         let days =
             follow_up::period_asked(question, &searched.query, conversation, self.options.today);
         let opened = match &vault {
@@ -323,7 +308,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // that day only when told which it is.
         let asked = Asked {
             question,
-            restated: restated.as_deref(),
+            instead: searched.meant.as_deref(),
             period: opened.period.filter(|_| searched.leans),
             undated: opened.undated,
             someone: gathered.someone.clone(),

@@ -1,9 +1,9 @@
 //! Short generations a turn can do without: citing an answer that cites nothing
-//! ([`super::cite`]), checking a figure ([`super::figure`]) and restating a follow-up
-//! ([`super::restate`]). Each renders its messages with the answer template (no tool
-//! schemas), generates a few tokens under a grammar of its own, and, when generation fails,
-//! leaves the turn as it would be without it. The answer itself is prompted the same way
-//! ([`Agent::constrained`]) but streamed.
+//! ([`super::cite`]) and checking a figure ([`super::figure`]). Each renders its messages
+//! with the answer template (no tool schemas), generates a few tokens on the answer context
+//! under a grammar of its own, and, when generation fails, leaves the turn as it would be
+//! without it. The answer itself is prompted the same way ([`Agent::constrained`]) but
+//! streamed.
 
 use std::ops::ControlFlow;
 
@@ -15,20 +15,10 @@ use crate::grammar::ROOT;
 use crate::prompt::{Message, Prompt};
 use crate::tool::ToolHost;
 
-/// Which context a step runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Context {
-    /// The answer context: its cache holds the answer's prompt.
-    Answer,
-    /// The decision context, idle before any decision (a restatement comes first).
-    Decision,
-}
-
-/// One short step: what it is (for the log), where it runs, how long it may be and the
-/// grammar it is written under.
+/// One short step: what it is (for the log), how long it may be and the grammar it is
+/// written under. It runs on the answer context, whose cache holds the answer's prompt.
 pub(super) struct SideStep<'a> {
     pub(super) what: &'a str,
-    pub(super) context: Context,
     pub(super) max_tokens: usize,
     pub(super) gbnf: String,
 }
@@ -87,10 +77,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
     ) -> Result<Option<Chosen>, AgentError> {
         let (prompt, request) =
             self.constrained(step.what, messages, step.max_tokens, step.gbnf)?;
-        let model = match step.context {
-            Context::Answer => self.answerer(),
-            Context::Decision => &mut *self.model,
-        };
+        let model = self.answerer();
         let ran = match choices {
             Some(choices) => model.choose(&prompt.text, &request, choices),
             None => model

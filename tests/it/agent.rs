@@ -1297,13 +1297,11 @@ fn a_follow_up_reads_earlier_results_as_the_turn_that_fetched_them() {
     assert_ne!(later[1], later[0], "this turn's sources are other passages");
 }
 
-/// A follow-up that points back with a pronoun ("What voltage does it need?") is restated by
-/// the model as a question that stands alone, which is searched and asked in the answer step.
-/// A restatement that cannot stand for it (the question before written again), or none
-/// (`restate` off), leaves it searched with the question it leans on, though it has words of
-/// its own. A question that asks something new is searched as asked, with no restatement.
+/// A follow-up that points back with a pronoun ("What voltage does it need?") is searched with
+/// the question it leans on, though it has words of its own, and the answer step is asked it
+/// as typed. A question that asks something new is searched as asked.
 #[test]
-fn a_follow_up_pointing_back_is_restated_or_searched_with_the_question_before() {
+fn a_follow_up_pointing_back_is_searched_with_the_question_before() {
     let (_dir, vault) = temp_vault(&[
         (
             "Garden pump.md",
@@ -1322,56 +1320,36 @@ fn a_follow_up_pointing_back_is_restated_or_searched_with_the_question_before() 
     };
     let first = "How much water does the garden pump deliver?";
     let follow_up = "What voltage does it need?";
-    let restated = "What voltage does the garden pump need?";
-    let leaning = format!("{first} {follow_up}");
-    for (restate, replies, query) in [
-        (true, vec![restated, "12 V [1]."], restated.to_string()),
-        (true, vec![first, "12 V [1]."], leaning.clone()),
-        (false, vec!["12 V [1]."], leaning.clone()),
-    ] {
-        let options = || AgentOptions {
-            restate,
-            ..AgentOptions::default()
-        };
-        let mut conversation = Vec::new();
-        let mut model = ScriptedModel::new(["1,200 litres per hour [1]."], 8192);
-        rig.ask_in(&mut model, options(), &mut conversation, first);
-        let mut model = ScriptedModel::new(replies.clone(), 8192);
-        let turn = rig.ask_in(&mut model, options(), &mut conversation, follow_up);
-        assert_eq!(searched(&turn), query, "{replies:?}");
-        assert_eq!(cited_uris(&turn), ["note://Garden pump"]);
-        assert_eq!(turn.answer, "12 V [1].");
-        let kinds: Vec<&str> = turn.steps.iter().map(|s| s.kind).collect();
-        let answer_prompt = model.prompts.last().unwrap();
-        if restate {
-            assert_eq!(kinds, ["restate", "retrieve", "answer"]);
-            // The restatement reads the turn before, its answer without citation marks.
-            let prompt = &model.prompts[0];
-            for line in [
-                format!("Q: {first}"),
-                "A: 1,200 litres per hour.".to_string(),
-                format!("Follow-up: {follow_up}"),
-            ] {
-                assert!(prompt.contains(&line), "{line} in {prompt}");
-            }
-        } else {
-            assert_eq!(kinds, ["retrieve", "answer"]);
-        }
-        // The answer step is asked what the search looked for, where that stands alone.
-        let asks = |question: &str| {
-            answer_prompt.contains(&format!("from the numbered sources above: {question}"))
-        };
-        assert!(asks(if query == restated {
-            restated
-        } else {
-            follow_up
-        }));
-        let mut model = ScriptedModel::new(["In March [1]."], 8192);
-        let own = "When was the bike last serviced?";
-        let turn = rig.ask_in(&mut model, options(), &mut conversation, own);
-        assert_eq!(searched(&turn), own);
-        assert!(turn.steps.iter().all(|s| s.kind != "restate"));
-    }
+    let mut conversation = Vec::new();
+    let mut model = ScriptedModel::new(["1,200 litres per hour [1]."], 8192);
+    rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        first,
+    );
+    let mut model = ScriptedModel::new(["12 V [1]."], 8192);
+    let turn = rig.ask_in(
+        &mut model,
+        AgentOptions::default(),
+        &mut conversation,
+        follow_up,
+    );
+    assert_eq!(searched(&turn), format!("{first} {follow_up}"));
+    assert_eq!(cited_uris(&turn), ["note://Garden pump"]);
+    assert_eq!(turn.answer, "12 V [1].");
+    let kinds: Vec<&str> = turn.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, ["retrieve", "answer"]);
+    // The answer step is asked the follow-up as typed.
+    let answer_prompt = model.prompts.last().unwrap();
+    assert!(
+        answer_prompt.contains(&format!("from the numbered sources above: {follow_up}")),
+        "{answer_prompt}"
+    );
+    let mut model = ScriptedModel::new(["In March [1]."], 8192);
+    let own = "When was the bike last serviced?";
+    let turn = rig.ask_in(&mut model, AgentOptions::default(), &mut conversation, own);
+    assert_eq!(searched(&turn), own);
 }
 
 /// "And the next day?" names a day by the one the conversation was about: it is searched

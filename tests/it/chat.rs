@@ -82,59 +82,6 @@ fn chat_keeps_a_conversation_across_turns_and_commands() {
     assert!(stderr.contains("unknown command /frobnicate"), "{both}");
 }
 
-/// `--restate` on the real model: a follow-up that leans on the question before ("And the
-/// pump?") is first written again by the model, under the one-line grammar, and the turn
-/// goes on to search and answer whatever it wrote (a restatement the checks refuse leaves
-/// the follow-up searched with the question before it). A question of its own is not.
-#[test]
-fn chat_restates_a_follow_up_with_the_real_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = piped_chat(dir.path(), &["--max-tokens", "32", "--json", "--restate"])
-        .spawn()
-        .and_then(|mut child| {
-            let script = "What does the launch note say?\nAnd the pump?\n";
-            child.stdin.take().unwrap().write_all(script.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("recall runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let both = format!(
-        "stdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{both}");
-    let reports: Vec<Value> = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    assert_eq!(reports.len(), 2, "{both}");
-    let kinds = |report: &Value| -> Vec<String> {
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["kind"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(kinds(&reports[0])[0], "retrieve", "{both}");
-    let follow_up = &reports[1];
-    assert_eq!(kinds(follow_up)[..2], ["restate", "retrieve"], "{both}");
-    let restated = follow_up["steps"][0]["output"].as_str().unwrap();
-    assert!(!restated.trim().is_empty(), "{both}");
-    assert!(!restated.contains('\n'), "one line: {restated:?}");
-    let query = follow_up["steps"][1]["calls"][0]["arguments"]["query"]
-        .as_str()
-        .unwrap();
-    assert!(
-        query == restated.trim() || query.ends_with("And the pump?"),
-        "searched {query:?} after restating {restated:?}"
-    );
-    assert!(
-        !follow_up["answer"].as_str().unwrap().trim().is_empty(),
-        "{both}"
-    );
-}
-
 /// `recall chat` on a real terminal (a pseudo-terminal from `tests/pty_run.py`), the way a person
 /// runs it: Ctrl-C is the byte 0x03 typed at the terminal, which the kernel turns into SIGINT
 /// for the terminal's foreground process group. It must stop the turn running and nothing

@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use recall::grammar::{
-    ANSWER_GBNF, RESTATED_GBNF, ToolGrammar, VERDICT_GBNF, ValueDomains, citation_gbnf,
-};
+use recall::grammar::{ANSWER_GBNF, ToolGrammar, VERDICT_GBNF, ValueDomains, citation_gbnf};
 use recall::parse::{Reply, parse_reply};
 use recall::tool::ToolSpec;
 use recall::validate::check_call;
@@ -424,17 +422,6 @@ fn llama_cpp_agrees_on_bounds_references_and_answers(model: &llama_cpp_2::model:
     for text in NOT_CITATIONS {
         assert!(!admits(cite(), text), "llama.cpp should reject {text:?}");
     }
-    let restated =
-        || LlamaSampler::grammar(model, RESTATED_GBNF, "root").expect("llama.cpp parses it");
-    for text in RESTATED {
-        assert!(admits(restated(), text), "llama.cpp should accept {text:?}");
-    }
-    for text in NOT_RESTATED {
-        assert!(
-            !admits(restated(), text),
-            "llama.cpp should reject {text:?}"
-        );
-    }
     let verdict =
         || LlamaSampler::grammar(model, VERDICT_GBNF, "root").expect("llama.cpp parses it");
     for text in VERDICTS {
@@ -456,29 +443,6 @@ fn the_verdict_grammar_admits_yes_or_no() {
     }
     for text in NOT_VERDICTS {
         assert!(!gbnf_accepts(VERDICT_GBNF, text), "should reject {text:?}");
-    }
-}
-
-/// A follow-up restated: one line of prose.
-const RESTATED: [&str; 3] = [
-    "What's the biggest file Sync will take on Plus?",
-    "When's AB1908's birthday? [sic]",
-    "Plus 计划能同步的最大文件是多少？",
-];
-const NOT_RESTATED: [&str; 4] = [
-    "[search_notes(query=\"Plus\")]",
-    "<|python_tag|>",
-    " What about Plus?",
-    "What about Plus?\nAnd on Standard?",
-];
-
-#[test]
-fn the_restatement_grammar_admits_one_line_of_prose() {
-    for text in RESTATED {
-        assert!(gbnf_accepts(RESTATED_GBNF, text), "should accept {text:?}");
-    }
-    for text in NOT_RESTATED {
-        assert!(!gbnf_accepts(RESTATED_GBNF, text), "should reject {text:?}");
     }
 }
 

@@ -433,7 +433,6 @@ fn every_builtin_template_is_registered_and_compiles() {
             "tools/result_as_user.j2",
             "agent/answer.j2",
             "agent/attribute.j2",
-            "agent/restate.j2",
             "agent/check.j2",
             "study/summarize.j2",
             "study/note.j2",
@@ -490,30 +489,6 @@ fn the_answer_instruction_says_the_day_a_follow_up_means() {
 
 /// A question in Chinese, Japanese or Korean is answered in its language, and the sentence for
 /// "the notes do not say" is given in it, as the agent recognises it.
-#[test]
-fn the_restatement_lists_the_turns_before_the_follow_up_and_names_its_language() {
-    let template = ChatTemplate::llama3();
-    let turns = [
-        ("What's the biggest file Sync Standard will take?", "5 MB."),
-        ("Why?", ""),
-    ];
-    let text = template
-        .restate_instruction(&turns, "And on Plus?")
-        .unwrap();
-    assert_eq!(
-        text,
-        "Q: What's the biggest file Sync Standard will take?\nA: 5 MB.\nQ: Why?\n\
-         Follow-up: And on Plus?\nRewritten:"
-    );
-    let chinese = template
-        .restate_instruction(&turns, "还有 Plus 呢？")
-        .unwrap();
-    assert!(
-        chinese.ends_with("Follow-up: 还有 Plus 呢？\nWrite it in Chinese. Rewritten:"),
-        "{chinese}"
-    );
-}
-
 #[test]
 fn the_answer_instruction_names_a_cjk_questions_language() {
     let text = ChatTemplate::llama3()

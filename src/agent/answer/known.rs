@@ -9,7 +9,7 @@ use crate::prompt::{Message, Role};
 use crate::sources::Sources;
 
 /// What the model was given to answer from, read for its facts: every message of the answer
-/// prompt but those asking the question, as asked or restated (earlier turns' questions,
+/// prompt but those asking the question, as asked or as meant (earlier turns' questions,
 /// results and answers: a follow-up may take its figure from them), and every source's label,
 /// the text it was shown and the whole passage (a fact in the part it was not shown is still
 /// no invention of its own).
