@@ -598,6 +598,32 @@ fn a_second_reading_of_the_best_source_finds_what_the_first_missed() {
     assert_eq!(turn.steps[2].output, made_up);
 }
 
+/// Recall's own sentence for the notes not saying, written by the model in the question's
+/// language, is no invention: German capitalises its nouns ("Notizen"), and the turn ends with
+/// that sentence and the closest passages, not with a reason naming a made-up "Notizen".
+#[test]
+fn the_notes_not_saying_in_german_names_nothing_made_up() {
+    let (_dir, vault) = temp_vault(&[(
+        "Garten/Beete.md",
+        "# Beete\n\nDie Tomaten stehen im zweiten Beet, die Bohnen am Zaun.\n",
+    )]);
+    let rig = rig(&vault);
+    let lacking = "Die Notizen sagen nichts dazu.";
+    let mut model = ScriptedModel::new([lacking; 5], 8192);
+    let (turn, _) = rig.ask(
+        &mut model,
+        AgentOptions::default(),
+        "Wann haben wir die Gurken im Garten gepflanzt?",
+    );
+    assert!(
+        turn.answer.starts_with(&format!("{lacking}\n\n")),
+        "{}",
+        turn.answer
+    );
+    assert!(!turn.answer.contains("keine nennt"), "{}", turn.answer);
+    assert!(turn.fallback);
+}
+
 #[test]
 fn an_answer_that_cites_is_not_asked_again() {
     let rig = rig(&fixture_vault());

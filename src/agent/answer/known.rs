@@ -4,7 +4,7 @@
 use super::Asked;
 use crate::agent::subject::Subject;
 use crate::facts::KnownFacts;
-use crate::language::{AnswerLines, Language};
+use crate::language::{AnswerLines, Language, answer_lines};
 use crate::prompt::{Message, Role};
 use crate::sources::Sources;
 
@@ -53,6 +53,9 @@ pub(super) fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked
         .collect();
     let mut known = KnownFacts::new(given.iter().chain(&texts).map(String::as_str));
     known.know_question(question);
+    // Recall's own sentence for the notes not saying, which the instruction hands the model,
+    // names nothing made up: "Die Notizen sagen nichts dazu." capitalises a noun.
+    known.know_names_in(answer_lines(Language::detect(question)).notes_lack_it);
     for source in sources.list() {
         known.know_names_in(&source.uri);
     }
