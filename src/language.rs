@@ -76,7 +76,7 @@ pub fn without_denials(answer: &str) -> String {
 
 /// Where `answer` says in words of its own that its sources lack something, each place to
 /// the end of its sentence or to a "but" going on to an answer ([`without_denials`]).
-pub fn denials(answer: &str) -> Vec<Range<usize>> {
+fn denials(answer: &str) -> Vec<Range<usize>> {
     // The sources, as an answer names them.
     const SOURCES: &str = r"(?:the\s+)?(?:(?:given|provided|numbered|above|available)\s+)?
         (?:notes?|sources?|passages?|context|documents?|texts?|vault)";

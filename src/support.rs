@@ -146,39 +146,6 @@ pub fn adds(question: &str, asked: &str, answer: &str) -> Adds {
     }
 }
 
-/// Whether `answer` says something, then that its sources lack the very thing `question`
-/// asks: a sentence saying they lack it ([`crate::language::denials`]) naming every term the
-/// question does and none of its own but the words of saying so. "The reg on Rory's car is the
-/// Skoda Octavia. … The notes do not say anything about the reg on Rory's car." (Qwen2.5-1.5B)
-/// gives a car for a registration and then says there is none: what came before the denial
-/// is made up. A denial of something more ("any additional information about Mam's GP", "what
-/// time the pool closes") leaves the answer standing, as does one naming only part of what
-/// was asked ("anything about the class" of "Which class has an assignment due on 8 April?").
-pub fn denies_what_was_asked(question: &str, answer: &str) -> bool {
-    static SAYING_SO: LazyLock<HashSet<String>> = LazyLock::new(|| {
-        Tokenizer::default()
-            .query_terms(
-                "notes note sources source passages passage context documents document texts \
-                 text vault given provided numbered above available say mention specify state \
-                 provide contain include give tell cover indicate discuss offer have \
-                 information anything details regarding sorry unfortunately",
-            )
-            .into_iter()
-            .collect()
-    });
-    let mut tokenizer = Tokenizer::default();
-    crate::language::denials(answer).into_iter().any(|denial| {
-        let before = &answer[..denial.start];
-        let denial = &answer[denial];
-        before.chars().any(char::is_alphabetic)
-            && !tokenizer.query_terms(question).is_empty()
-            && own_terms(&mut tokenizer, question, denial)
-                .iter()
-                .all(|term| SAYING_SO.contains(term))
-            && own_terms(&mut tokenizer, denial, question).is_empty()
-    })
-}
-
 /// Words saying yes: English ones (whole words), then Chinese, Japanese and Korean ones.
 const YES: [&str; 2] = [r"yes", r"是的?|对|可以|能|はい|できます|네|예"];
 
@@ -194,16 +161,6 @@ pub fn offers_choice(question: &str) -> bool {
         Regex::new(r"(?i)\bor\b|还是|或者|または|それとも|아니면|또는").expect("valid regex")
     });
     CHOICE.is_match(question)
-}
-
-/// Whether `text` says no anywhere: an English no as a word, a Chinese, Japanese or Korean
-/// one anywhere (a denial there is often one word with the verb, "没有评价").
-pub fn says_no(text: &str) -> bool {
-    static SAYS_NO: LazyLock<Regex> = LazyLock::new(|| {
-        let [no, no_cjk] = NO;
-        Regex::new(&format!(r"(?i)\b(?:{no})\b|{no_cjk}")).expect("valid regex")
-    });
-    SAYS_NO.is_match(text)
 }
 
 /// Whether `text` opens with a yes ("Yes, …", "Sure, …", "可以导出…").
@@ -443,50 +400,6 @@ mod tests {
 
     fn numbers(ns: &[usize]) -> BTreeSet<usize> {
         ns.iter().copied().collect()
-    }
-
-    #[test]
-    fn an_answer_then_saying_the_notes_lack_what_was_asked_denies_itself() {
-        let car = "what's the reg on niamh's jeep";
-        assert!(denies_what_was_asked(
-            car,
-            "The reg on Niamh's jeep is the Suzuki Jimny. It is owned by Niamh. The notes do not \
-             say anything about the reg on Niamh's jeep. [1]"
-        ));
-        assert!(denies_what_was_asked(
-            "who's my accountant again",
-            "The accountant is the person who files the tax return [1]. The notes do not provide \
-             any information about the accountant."
-        ));
-        // A denial alone is the notes not saying, judged elsewhere.
-        assert!(!denies_what_was_asked(
-            car,
-            "The notes do not say anything about the reg on Niamh's jeep."
-        ));
-        // A denial of something more, or of part of what was asked, leaves the answer.
-        for (question, answer) in [
-            (
-                "who is dad's dentist",
-                "The dentist for Dad is Dr Ciara Walsh [1]. The notes do not provide any \
-                 additional information about Dad's dentist.",
-            ),
-            (
-                "What time does the pool open?",
-                "The pool opens at 7am [1]. The notes do not say what time the pool closes.",
-            ),
-            (
-                "Which course has an essay due on the 14th of March 2023?",
-                "The course is History [1]. The notes do not say anything about the course or the \
-                 essay.",
-            ),
-            (
-                "How much did the plumber charge?",
-                "The plumber charged £4,850 [1], but the notes do not say what the plumber charged \
-                 for the tiles.",
-            ),
-        ] {
-            assert!(!denies_what_was_asked(question, answer), "{answer}");
-        }
     }
 
     #[test]
@@ -786,11 +699,6 @@ mod tests {
         ));
         assert!(offers_choice("用快捷键还是命令面板？"));
         assert!(!offers_choice("Where is the order of plugins kept?"));
-
-        assert!(says_no("I did not rate Severance."));
-        assert!(says_no("It doesn\u{2019}t."));
-        assert!(says_no("我没有评价这部剧。"));
-        assert!(!says_no("Notes open in a new tab."));
 
         assert!(opens_with_yes("Yes, you can export it."));
         assert!(opens_with_yes("**Sure** — use the menu."));

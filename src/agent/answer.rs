@@ -163,12 +163,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let said = answer_lines(language).notes_lack_it;
             return Ok(withdrawn(&shown, said, completion, None, on_text));
         }
-        // An answer going on to say the notes lack what was asked made up what came before.
-        if support::denies_what_was_asked(question, &completion.text) {
-            tracing::debug!("the answer says its sources lack what it answered");
-            let said = answer_lines(language).notes_lack_it;
-            return Ok(withdrawn(&shown, said, completion, None, on_text));
-        }
         // A figure or a name asked for, standing in the notes: shown once the line it stands
         // in is read as the answer ([`super::figure`]).
         let mut check = None;

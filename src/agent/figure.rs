@@ -22,7 +22,7 @@ use std::sync::LazyLock;
 use obsidian_kb::search::{Tokenizer, is_cjk};
 use regex::Regex;
 
-use self::claim::{Per, claim_about, find_whole, sentence_with, whole_figure};
+use self::claim::{claim_about, find_whole, sentence_with, whole_figure};
 use self::records::another_record_is_asked;
 use super::asks::{FigureKind, asks_a_figure, asks_a_name};
 use super::side_step::SideStep;
@@ -91,9 +91,6 @@ pub(super) struct FigureLine {
 /// Why an answer is no answer to the question, whatever the line it stands in says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum NoAnswer {
-    /// The question asks for a rate per one period and the answer gives one per another
-    /// ([`Per`]).
-    OtherPeriod,
     /// The name given stands in a line that names nothing the question asks about
     /// ([`names_what_is_asked`]).
     NothingAsked,
@@ -152,13 +149,7 @@ impl FigureLine {
             holds(&[label, heading, line]).then(|| holds(&[line]))
         })?;
         let claim = claim_about(question, &answer, &figure);
-        let other_period = matches!(
-            (Per::in_text(question), Per::in_text(&claim)),
-            (Some(asked), Some(given)) if asked != given
-        );
-        let no_answer = if other_period {
-            Some(NoAnswer::OtherPeriod)
-        } else if another_record_is_asked(question, &found.line, sources) {
+        let no_answer = if another_record_is_asked(question, &found.line, sources) {
             Some(NoAnswer::OtherItem)
         } else {
             None

@@ -6,12 +6,10 @@
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::sync::LazyLock;
 
-use obsidian_kb::search::{Tokenizer, is_cjk};
-use regex::Regex;
+use obsidian_kb::search::Tokenizer;
 
-use super::asks::{Wanted, asks_a_name};
+use super::asks::Wanted;
 use super::subject::{Subject, about_subject, addresses_stand_in};
 use crate::facts::{KnownFacts, names_in};
 use crate::language::{without_denials, without_holes};
@@ -37,8 +35,6 @@ pub(super) struct OwnWords<'a> {
     addresses: Option<String>,
     /// Whether the question names something no source names ([`names_unknown`]).
     names_unknown: bool,
-    /// Whether the question asks for a name ([`asks_a_name`]), which a figure alone is not.
-    asks_name: bool,
 }
 
 impl<'a> OwnWords<'a> {
@@ -59,7 +55,6 @@ impl<'a> OwnWords<'a> {
             addresses: (wanted == Some(Wanted::Email))
                 .then(|| about_subject(Subject::of(question, sources, &[]).as_ref(), sources)),
             names_unknown: names_unknown(question, sources),
-            asks_name: asks_a_name(question),
         }
     }
 
@@ -71,8 +66,7 @@ impl<'a> OwnWords<'a> {
     /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
     /// is no email address; nor does one whose email address the sources give somebody else,
     /// or none of them gives ([`addresses_stand_in`]); nor a yes to a question about something
-    /// no source names ([`names_unknown`]); nor one giving only a date or a number for a name
-    /// asked ([`names_nothing`]).
+    /// no source names ([`names_unknown`]).
     pub(super) fn adds(&self, answer: &str) -> Adds {
         let own = without_holes(&without_denials(&without_copied_headers(
             answer,
@@ -82,9 +76,6 @@ impl<'a> OwnWords<'a> {
             return Adds::Nothing;
         }
         if self.names_unknown && support::opens_with_yes(&own) {
-            return Adds::Nothing;
-        }
-        if self.asks_name && names_nothing(&self.asked, &own) {
             return Adds::Nothing;
         }
         if let Some(about) = &self.addresses {
@@ -97,14 +88,7 @@ impl<'a> OwnWords<'a> {
                 Adds::Nothing
             };
         }
-        match support::adds(self.question, &self.asked, &own) {
-            // Asked the rating of a show, it said "I did not rate <the show>.": asked what, not
-            // whether, a bare no says there is nothing to tell, as the notes not saying does.
-            Adds::VerdictOnly if asks_what(self.question) && support::says_no(&own) => {
-                Adds::Nothing
-            }
-            adds => adds,
-        }
+        support::adds(self.question, &self.asked, &own)
     }
 }
 
@@ -125,52 +109,6 @@ fn names_unknown(question: &str, sources: &[Source]) -> bool {
     let names = names_in(question);
     let unknown = names.iter().filter(|name| !known.holds_name(name)).count();
     unknown > 0 && 2 * unknown >= names.len()
-}
-
-/// Characters of Chinese or Japanese script that only join a sentence's words ("是", "的",
-/// "在…中"), never a name's own: what is left of an answer without them and the question's
-/// characters is what it names.
-const JOINING_CJK: &str = "的是了在和与叫有为中里上也都就还吧呢啊吗着过个这那它他她们你我其";
-
-/// Whether `answer` names nothing that `asked` (the instruction the question stands in) does
-/// not: taken out its figures (numbers, dates, times, months and weekdays), none of its
-/// search terms in a spaced script is its own, and fewer than two of its Chinese or Japanese
-/// characters are, joining ones aside ([`JOINING_CJK`]). Asked a name the notes lack,
-/// Qwen2.5-1.5B gave the day instead: "从大理回武汉坐的哪趟航班？" got "8月11日的航班",
-/// "浩子的全马是在哪场比赛跑的？" got "在2024年10月19日的比赛中跑的". Digits written on
-/// to letters (`MU5214`, `AB1908`) are a name, not a figure.
-fn names_nothing(asked: &str, answer: &str) -> bool {
-    static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?ix)
-            (?-u:\b)[$€£¥]?\d[\d,.:/\-]*(?:\s*(?:st|nd|rd|th|am|pm|[年月日号號点點时時分秒岁歲周]))?(?-u:\b)
-          | [$€£¥](?-u:\b)\d[\d,.]*
-          | \b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?
-              |sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?
-              |mon|tue|wed|thu|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b
-            ",
-        )
-        .expect("valid regex")
-    });
-    let bare = FIGURE.replace_all(answer, " ");
-    let spaced_own = support::own_terms_of(asked, &bare)
-        .iter()
-        .any(|term| term.chars().all(|c| !is_cjk(c)));
-    let cjk_own = bare
-        .chars()
-        .filter(|&c| is_cjk(c) && !JOINING_CJK.contains(c) && !asked.contains(c))
-        .count();
-    !spaced_own && cjk_own < 2
-}
-
-/// Whether `question` asks what, who, when, where, which, why or how (in English or Chinese),
-/// not whether, and offers no choice ("A or B?").
-fn asks_what(question: &str) -> bool {
-    static WHAT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^\W*(?:what|when|where|who|whom|whose|which|why|how)\b|什么|哪|谁|几|多少|怎么|为什么")
-            .expect("valid regex")
-    });
-    WHAT.is_match(question) && !support::offers_choice(question)
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
@@ -356,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn a_yes_about_something_no_source_names_or_a_bare_no_to_what_is_no_answer() {
+    fn a_yes_about_something_no_source_names_is_no_answer_and_a_bare_no_a_verdict() {
         let source = Source {
             number: 1,
             uri: "note://Import notes/Import from Evernote".to_string(),
@@ -370,12 +308,7 @@ mod tests {
         let asked = |question: &str| format!("Answer from the numbered sources: {question}");
         let adds =
             |question: &str, answer: &str| adds_own(question, &asked(question), answer, &sources);
-        // Asked what, a bare no is no answer; asked whether, it is a verdict.
-        let rated = "How did I rate Import from Evernote?";
-        assert_eq!(
-            adds(rated, "I did not rate Import from Evernote."),
-            Adds::Nothing
-        );
+        // Asked whether, a bare no is a verdict.
         let did = "Did I rate Import from Evernote?";
         assert_eq!(adds(did, "No, I did not rate it [1]."), Adds::VerdictOnly);
         let mobi = "Can I export the entire vault as a MOBI e-book?";
@@ -411,52 +344,6 @@ mod tests {
             ),
             Adds::Something
         );
-    }
-
-    #[test]
-    fn a_day_or_a_number_given_for_a_name_asked_is_no_answer() {
-        let source = Source {
-            number: 1,
-            uri: "note://Daily/2024-08-10".to_string(),
-            title: "2024-08-10".to_string(),
-            heading_path: Vec::new(),
-            link: String::new(),
-            text: "- 明天 回武汉，中午的航班\n- 浩子 10月19日 跑了全马".to_string(),
-            passage: String::new(),
-        };
-        let sources = [source];
-        let asked = |question: &str| format!("Answer from the numbered sources: {question}");
-        let adds =
-            |question: &str, answer: &str| adds_own(question, &asked(question), answer, &sources);
-        let flight = "从大理回武汉坐的哪趟航班？";
-        assert_eq!(
-            adds(flight, "从大理回武汉坐的航班是8月11日的航班。[1]"),
-            Adds::Nothing
-        );
-        let race = "浩子的全马是在哪场比赛跑的？";
-        assert_eq!(
-            adds(race, "浩子的全马是在2024年10月19日的比赛中跑的。 [1]"),
-            Adds::Nothing
-        );
-        let hotel = "Which hotel did we stay at in Kyoto?";
-        assert_eq!(
-            adds(hotel, "You stayed at the hotel in Kyoto on 3 May 2024 [1]."),
-            Adds::Nothing
-        );
-        // A name, in either script, or digits written on to letters, is an answer.
-        assert_eq!(adds(flight, "坐的是东航 MU5214。[1]"), Adds::Something);
-        assert_eq!(adds(flight, "MU5214 [1]"), Adds::Something);
-        assert_eq!(
-            adds(race, "浩子的全马是在武汉马拉松跑的 [1]。"),
-            Adds::Something
-        );
-        assert_eq!(
-            adds(hotel, "You stayed at the Hotel Kanra on 3 May [1]."),
-            Adds::Something
-        );
-        // A question asking no name may be answered with a day alone.
-        let when = "浩子什么时候跑的全马？";
-        assert_eq!(adds(when, "2024年10月19日。[1]"), Adds::Something);
     }
 
     /// Streams `tokens` through a [`Restating`] hold for `question`; returns what was shown

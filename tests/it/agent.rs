@@ -1159,24 +1159,6 @@ fn an_answer_with_a_figure_from_nowhere_is_never_shown() {
     assert!(turn.citations.iter().any(|c| c.cited));
 }
 
-/// An answer that goes on to say the notes lack the very thing it answered made that up: it
-/// becomes the notes not saying, after the words the user read, with the best passages.
-#[test]
-fn an_answer_denying_what_it_answered_is_withdrawn() {
-    let rig = rig(&fixture_vault());
-    let denied = "The pump is painted blue [1]. The notes do not say anything about the colour \
-                  of the pump.";
-    let mut model = ScriptedModel::new([denied], 8192);
-    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "colour of the pump");
-    let said = format!("{denied}\n\nThe notes do not say.\n\nThe most relevant passages:\n[1] ");
-    assert!(turn.answer.starts_with(&said), "{}", turn.answer);
-    assert!(
-        turn.citations.iter().all(|c| !c.cited),
-        "{:?}",
-        turn.citations
-    );
-}
-
 /// A date the question names is no fact of the notes for being asked: an answer that states
 /// it about a source that does not hold it answers about another day, and is never shown;
 /// why is told as the passages found not mentioning that day, not as a date made up.

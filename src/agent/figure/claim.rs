@@ -1,5 +1,5 @@
-//! What an answer's sentence claims: the figure it gives (its kind, whole as written, the
-//! period a rate is given per) and the sentence that gives it, read for the check
+//! What an answer's sentence claims: the figure it gives (its kind, whole as written) and the
+//! sentence that gives it, read for the check
 //! ([`super::FigureLine`]). Pure.
 
 use std::collections::BTreeSet;
@@ -7,45 +7,6 @@ use std::sync::LazyLock;
 
 use obsidian_kb::search::Tokenizer;
 use regex::Regex;
-
-/// The period a rate is given or asked for per: "an hour", "per month", "weekly", 每月. Asked
-/// what no note gives, Qwen2.5-1.5B answered "what does oisín get paid an hour at the
-/// chipper" with "€150 per month", an orthodontist's monthly payment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Per {
-    Hour,
-    Day,
-    Week,
-    Month,
-    Year,
-}
-
-impl Per {
-    /// The first period `text` gives a rate per, if any.
-    pub(super) fn in_text(text: &str) -> Option<Per> {
-        static PER: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"(?i)\b(?:per|an?|each|every)\s+(hour|day|week|month|year)\b|/\s?(hour|hr|h|day|week|wk|month|mo|year|yr)\b|\b(hourly|daily|weekly|monthly|yearly|annually)\b|每个?(小时|钟头|天|日|周|星期|礼拜|月|年)",
-            )
-            .expect("valid regex")
-        });
-        let found = PER.captures(text)?;
-        let word = found
-            .iter()
-            .skip(1)
-            .flatten()
-            .next()?
-            .as_str()
-            .to_lowercase();
-        Some(match word.as_str() {
-            "hour" | "hr" | "h" | "hourly" | "小时" | "钟头" => Per::Hour,
-            "day" | "daily" | "天" | "日" => Per::Day,
-            "week" | "wk" | "weekly" | "周" | "星期" | "礼拜" => Per::Week,
-            "month" | "mo" | "monthly" | "月" => Per::Month,
-            _ => Per::Year,
-        })
-    }
-}
 
 /// Where `text` writes `fact` as a whole, not as a part of a longer number ("20" in
 /// "2022").

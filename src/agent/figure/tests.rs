@@ -300,39 +300,6 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
 }
 
 #[test]
-fn a_rate_per_another_period_than_asked_is_no_answer() {
-    assert_eq!(
-        Per::in_text("what does áine get paid an hour"),
-        Some(Per::Hour)
-    );
-    assert_eq!(Per::in_text("€150 per month"), Some(Per::Month));
-    assert_eq!(Per::in_text("£72.65 a week"), Some(Per::Week));
-    assert_eq!(Per::in_text("每月房租多少"), Some(Per::Month));
-    assert_eq!(Per::in_text("€12/hr"), Some(Per::Hour));
-    assert_eq!(Per::in_text("How much did the plumber charge?"), None);
-    let sources = [source(
-        1,
-        "2023-08-15 Áine orthodontist",
-        "- deposit €800 paid today, then €150 a month by DD",
-    )];
-    let asked = "what does áine get paid an hour at the bakery";
-    // Checked: what someone is paid asks for an amount.
-    let found =
-        FigureLine::checked(asked, "Áine gets €150 per month [1].", &sources).expect("the line");
-    assert_eq!(found.no_answer, Some(NoAnswer::OtherPeriod));
-    let found = FigureLine::find(
-        "how much is the brace a month",
-        "€150 a month [1].",
-        &sources,
-    )
-    .expect("the line");
-    assert_eq!(found.no_answer, None);
-    let found =
-        FigureLine::find("how much was the deposit", "€800 [1].", &sources).expect("the line");
-    assert_eq!(found.no_answer, None);
-}
-
-#[test]
 fn a_claim_naming_nothing_asked_about_is_read_after_the_sentence_before() {
     let asked = "how much was dad's boiler grant in the end";
     let answer = "The grant was approved on 21 September. The total was €6,900, with tiling.";
