@@ -163,18 +163,6 @@ pub fn offers_choice(question: &str) -> bool {
     CHOICE.is_match(question)
 }
 
-/// Whether `text` opens with a yes ("Yes, …", "Sure, …", "可以导出…").
-pub fn opens_with_yes(text: &str) -> bool {
-    static OPENS_WITH_YES: LazyLock<Regex> = LazyLock::new(|| {
-        let [yes, yes_cjk] = YES;
-        Regex::new(&format!(
-            r"(?i)^\W*(?:(?:{yes}|yeah|yep|sure|certainly|absolutely|of\s+course)\b|{yes_cjk})"
-        ))
-        .expect("valid regex")
-    });
-    OPENS_WITH_YES.is_match(text)
-}
-
 /// About how many words `terms` stand for: a Chinese, Japanese or Korean run of n characters
 /// is read as n - 1 bigrams, and a word of those languages is about two characters, so a
 /// bigram counts half. Otherwise a Korean "아니요, 없습니다" (no, there is none) would be a
@@ -699,11 +687,5 @@ mod tests {
         ));
         assert!(offers_choice("用快捷键还是命令面板？"));
         assert!(!offers_choice("Where is the order of plugins kept?"));
-
-        assert!(opens_with_yes("Yes, you can export it."));
-        assert!(opens_with_yes("**Sure** — use the menu."));
-        assert!(opens_with_yes("可以导出为 PDF。"));
-        assert!(!opens_with_yes("Yesterday's note says so."));
-        assert!(!opens_with_yes("The answer is yes."));
     }
 }

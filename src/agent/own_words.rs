@@ -11,7 +11,6 @@ use obsidian_kb::search::Tokenizer;
 
 use super::asks::Wanted;
 use super::subject::{Subject, about_subject, addresses_stand_in};
-use crate::facts::{KnownFacts, names_in};
 use crate::language::{without_denials, without_holes};
 use crate::sources::{Source, without_copied_headers};
 use crate::support::{self, Adds};
@@ -33,8 +32,6 @@ pub(super) struct OwnWords<'a> {
     /// For a question asking an email address: what the sources say of the one asked about
     /// ([`about_subject`]), where the address must stand.
     addresses: Option<String>,
-    /// Whether the question names something no source names ([`names_unknown`]).
-    names_unknown: bool,
 }
 
 impl<'a> OwnWords<'a> {
@@ -54,7 +51,6 @@ impl<'a> OwnWords<'a> {
             // someone named in Chinese is read in all the sources.
             addresses: (wanted == Some(Wanted::Email))
                 .then(|| about_subject(Subject::of(question, sources, &[]).as_ref(), sources)),
-            names_unknown: names_unknown(question, sources),
         }
     }
 
@@ -65,17 +61,13 @@ impl<'a> OwnWords<'a> {
     /// Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
     /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
     /// is no email address; nor does one whose email address the sources give somebody else,
-    /// or none of them gives ([`addresses_stand_in`]); nor a yes to a question about something
-    /// no source names ([`names_unknown`]).
+    /// or none of them gives ([`addresses_stand_in`]).
     pub(super) fn adds(&self, answer: &str) -> Adds {
         let own = without_holes(&without_denials(&without_copied_headers(
             answer,
             self.sources,
         )));
         if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
-            return Adds::Nothing;
-        }
-        if self.names_unknown && support::opens_with_yes(&own) {
             return Adds::Nothing;
         }
         if let Some(about) = &self.addresses {
@@ -90,25 +82,6 @@ impl<'a> OwnWords<'a> {
         }
         support::adds(self.question, &self.asked, &own)
     }
-}
-
-/// Whether `question` names things (words with a capital past its first, abbreviations) that
-/// no source names, at least half of those it names: then a yes is no answer from them.
-/// Asked whether the vault can be exported as an EPUB e-book, and where that option is,
-/// Qwen2.5-1.5B answered "Yes, you can export your whole vault as an EPUB e-book." and went
-/// on with Evernote's export steps, from sources that never say EPUB. One name unknown
-/// among those the sources hold is more often a word for one of them: "Is iCloud a good way
-/// to sync my vault with a Windows PC?" is answered by a source on iCloud and Windows that
-/// never says "PC".
-fn names_unknown(question: &str, sources: &[Source]) -> bool {
-    let texts: Vec<String> = sources
-        .iter()
-        .flat_map(|s| [s.label(), s.uri.clone(), s.text.clone(), s.passage.clone()])
-        .collect();
-    let known = KnownFacts::new(texts.iter().map(String::as_str));
-    let names = names_in(question);
-    let unknown = names.iter().filter(|name| !known.holds_name(name)).count();
-    unknown > 0 && 2 * unknown >= names.len()
 }
 
 /// The titles of `sources` that share a search term with `question`, one a line.
@@ -294,7 +267,7 @@ mod tests {
     }
 
     #[test]
-    fn a_yes_about_something_no_source_names_is_no_answer_and_a_bare_no_a_verdict() {
+    fn a_bare_no_is_a_verdict_and_a_yes_with_words_of_its_own_stands() {
         let source = Source {
             number: 1,
             uri: "note://Import notes/Import from Evernote".to_string(),
@@ -311,16 +284,6 @@ mod tests {
         // Asked whether, a bare no is a verdict.
         let did = "Did I rate Import from Evernote?";
         assert_eq!(adds(did, "No, I did not rate it [1]."), Adds::VerdictOnly);
-        let mobi = "Can I export the entire vault as a MOBI e-book?";
-        assert_eq!(
-            adds(
-                mobi,
-                "Yes, you can export your vault as a MOBI e-book from the Notebooks screen [1]."
-            ),
-            Adds::Nothing
-        );
-        // A yes about what the sources name, or an answer that is no yes, stands as before;
-        // so does one where a name unknown stands among names they hold.
         let pc = "Is Evernote's ENEX a good way to move notebooks to my PC?";
         assert_eq!(
             adds(
@@ -334,13 +297,6 @@ mod tests {
             adds(
                 enex,
                 "Yes, choose Export Notebook on the Notebooks screen [1]."
-            ),
-            Adds::Something
-        );
-        assert_eq!(
-            adds(
-                mobi,
-                "Only Evernote notebooks export, as ENEX files from the Notebooks screen [1]."
             ),
             Adds::Something
         );
