@@ -694,8 +694,8 @@ impl Fact {
 
 /// The forms in which a source may write the amount `number` is between `before` and
 /// `after`, squeezed ([`squeeze`]), when it is one: a currency sign before it (`$5`, or `5$`
-/// after it), or a unit after it (`4GB`, `5 %`; `1 hour` also as `1h`; `1小时` also as
-/// `一个小时`). A single digit counts
+/// after it), or a unit after it (`4GB`, `5 %`, `1小时`; `1 hour` also as `1h`). A single
+/// digit counts
 /// as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read somewhere or
 /// nowhere.
 fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
@@ -712,28 +712,6 @@ fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
     let mut forms = vec![format!("{number}{unit}")];
     if unit.len() > 2 && unit.starts_with(|c: char| c.is_ascii_alphabetic()) {
         forms.push(format!("{number}{}", &unit[..1]));
-    }
-    // A Chinese unit after a numeral written out: "1小时" for "一个小时", "2天" for "两天".
-    if !unit.starts_with(|c: char| c.is_ascii()) {
-        let bare = unit.trim_start_matches('个');
-        let numerals: &[&str] = match number {
-            "1" => &["一"],
-            "2" => &["二", "两"],
-            "3" => &["三"],
-            "4" => &["四"],
-            "5" => &["五"],
-            "6" => &["六"],
-            "7" => &["七"],
-            "8" => &["八"],
-            "9" => &["九"],
-            _ => &[],
-        };
-        for numeral in numerals {
-            forms.push(format!("{numeral}{bare}"));
-            forms.push(format!("{numeral}个{bare}"));
-        }
-        forms.push(format!("{number}个{bare}"));
-        forms.push(format!("{number}{bare}"));
     }
     Some(forms)
 }

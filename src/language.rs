@@ -4,7 +4,6 @@
 //! step names the language and the sentence that says the notes lack the answer in it. For
 //! other questions nothing changes: their prompts stay as they were. Pure.
 
-use std::ops::Range;
 use std::sync::LazyLock;
 
 pub use obsidian_kb::language::Language;
@@ -50,119 +49,6 @@ pub fn says_notes_lack_it(answer: &str) -> bool {
         .filter(|s| s.chars().any(char::is_alphabetic))
         .count();
     says && sentences <= 1
-}
-
-/// `answer` less each place it says in words of its own that its sources lack what was
-/// asked: "The price is not mentioned in the given sources.", "The notes do not provide any
-/// information about the release date.", "Based on the sources, there is no mention of it.",
-/// "笔记中没有提到价格。". What is left is judged like any answer ([`crate::support::adds`]):
-/// when it only says the question again, the whole answer is the notes not saying, in other
-/// words than [`NOTES_LACK_IT`] (Qwen2.5-1.5B wrote such a sentence for 2 of 28 unanswerable
-/// help questions; it streamed as an answer and the turn looked no further). Each place runs
-/// to the end of its sentence (what the sources lack is the question's topic), or to a "but"
-/// that goes on to an answer. A negation alone ("Attachments are not included in the
-/// export.") is no such place: one naming the sources, or a verb only a text does
-/// ("mentioned", "specified"), is.
-pub fn without_denials(answer: &str) -> String {
-    let mut kept = String::new();
-    let mut from = 0;
-    for denial in denials(answer) {
-        kept.push_str(&answer[from..denial.start]);
-        from = denial.end;
-    }
-    kept.push_str(&answer[from..]);
-    kept
-}
-
-/// Where `answer` says in words of its own that its sources lack something, each place to
-/// the end of its sentence or to a "but" going on to an answer ([`without_denials`]).
-fn denials(answer: &str) -> Vec<Range<usize>> {
-    // The sources, as an answer names them.
-    const SOURCES: &str = r"(?:the\s+)?(?:(?:given|provided|numbered|above|available)\s+)?
-        (?:notes?|sources?|passages?|context|documents?|texts?|vault)";
-    static DENIAL: LazyLock<Regex> = LazyLock::new(|| {
-        let english = format!(
-            r"(?ix)
-            (?:\b(?:i['’]m\s+sorry|sorry|unfortunately)\b[,.]?\s*(?:but\s+)?)?
-            (?:
-                # the sources do not say / mention / provide ...
-                \b{SOURCES}\b[^.!?\n]{{0,24}}?\b(?:do|does|did)\s*(?:not|n['’]t)\s+(?:\w+\s+){{0,2}}?
-                    (?:say|mention|specify|state|provide|contain|include|give|tell|cover
-                      |indicate|list|discuss|offer|have)\w*
-                # the sources contain no ...
-              | \b{SOURCES}\b[^.!?\n]{{0,24}}?\b(?:contains?|ha(?:ve|s)|gives?|provides?
-                    |includes?|makes?|holds?)\s+no\b
-                # ... is not mentioned (a text's verb: no source named needed)
-              | \b(?:is|are|was|were)\s*(?:not|n['’]t)\s+(?:\w+\s+)?
-                    (?:mentioned|specified|stated|indicated|documented)\b
-                # ... is not given in the sources
-              | \b(?:is|are|was|were)\s*(?:not|n['’]t)\s+(?:\w+\s+)?
-                    (?:provided|given|listed|found|covered|included|available|described|discussed)\b
-                    [^.!?\n]{{0,40}}?\b{SOURCES}\b
-                # no information ... in the sources / in the sources, no mention ...
-              | \b(?:there\s+(?:is|are)\s+)?no\s+(?:\w+\s+)?(?:information|mention|details?
-                    |indication|record)\b[^.!?\n]{{0,60}}?\b{SOURCES}\b
-              | \b(?:based\s+on|according\s+to|in|from)\s+the\s+(?:\w+\s+)?{SOURCES}\b,?\s*
-                    (?:there\s+(?:is|are)\s+)?no\s+(?:\w+\s+)?(?:information|mention|details?
-                    |indication|record)\b
-            )"
-        );
-        let others = r"(?:笔记|资料|来源|文档|材料|内容)[^。！？\n]{0,8}(?:没有|未|并未|并没有|没)(?:提到|提及|说明|提供|记载|给出|包含|说)
-            |(?:ノート|資料|ソース|情報源)[^。！？\n]{0,12}(?:記載|言及|書かれて|触れられて)[^。！？\n]{0,8}(?:ありません|いません|ない)
-            |(?:노트|자료|출처)[^.!?\n]{0,12}(?:나와\s*있지\s*않|언급되어\s*있지\s*않|언급이\s*없)";
-        Regex::new(&format!("{english}|(?x:{others})")).expect("valid regex")
-    });
-    // Where a denial's sentence ends, or turns to an answer.
-    static GOES_ON: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)[.!?。！？\n]|[,;，；]?\s*\b(?:but|however|although|though|yet|instead)\b|但是?|不过|然而|しかし|하지만")
-            .expect("valid regex")
-    });
-    let mut places: Vec<Range<usize>> = Vec::new();
-    for denial in DENIAL.find_iter(answer) {
-        if places.last().is_some_and(|last| denial.start() < last.end) {
-            continue;
-        }
-        let end = GOES_ON
-            .find(&answer[denial.end()..])
-            .map_or(answer.len(), |m| denial.end() + m.start());
-        places.push(denial.start()..end);
-    }
-    places
-}
-
-/// `answer` less each sentence that puts its citation marks where its answer should be: "The
-/// phone number of Zhang Wei is [1].", "张伟的电话是[1]。", "The podiatrist came on [1] [2]."
-/// (Qwen2.5-1.5B, asked what its sources did not say plainly). Such a sentence ends in a word
-/// that needs what follows it (a verb "to be", a preposition, an article), then only citation
-/// marks: it cites a source for a fact it never states.
-pub fn without_holes(answer: &str) -> String {
-    static HOLE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)(?:\b(?:is|are|was|were|be|on|at|in|of|to|by|from|for|with|the|a|an|and|about|than|called|named)|是|在|为|于|叫|は|が|を|に|の)\s*(?:\[\s*\d+(?:\s*,\s*\d+)*\s*\]\s*)+[.!?。！？]?\s*$",
-        )
-        .expect("valid regex")
-    });
-    let mut kept = String::new();
-    let mut start = 0;
-    let mut chars = answer.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        // A full stop ends a sentence before a space or the end ("2.5 hours" goes on); a
-        // Chinese or Japanese mark, or a line's end, always does.
-        let ends = match c {
-            '。' | '！' | '？' | '\n' => true,
-            '.' | '!' | '?' => chars.peek().is_none_or(|(_, next)| next.is_whitespace()),
-            _ => false,
-        };
-        if ends || chars.peek().is_none() {
-            let end = at + c.len_utf8();
-            let sentence = &answer[start..end];
-            if !HOLE.is_match(sentence) {
-                kept.push_str(sentence);
-            }
-            start = end;
-        }
-    }
-    kept
 }
 
 /// The sentence that says the notes lack the answer, in `language`.
@@ -324,74 +210,6 @@ mod tests {
                 let said = line.replace("{}", "18");
                 assert!(says_notes_lack_it(&said), "{said}");
             }
-        }
-    }
-
-    #[test]
-    fn an_answer_saying_its_sources_lack_it_in_other_words_is_found() {
-        // Each is the notes not saying; what is left is the question's topic at most.
-        for (answer, left) in [
-            (
-                "The price of Publish in euros for students is not mentioned in the given sources.",
-                "The price of Publish in euros for students .",
-            ),
-            (
-                "The notes do not provide any information about the release date. [1]",
-                ". [1]",
-            ),
-            (
-                "I'm sorry, but the provided sources don't specify the shortcut.",
-                ".",
-            ),
-            (
-                "Based on the sources, there is no mention of a tax refund.",
-                ".",
-            ),
-            (
-                "There is no information about Betty's phone in the notes.",
-                ".",
-            ),
-            ("Lena's birthday is not specified.", "Lena's birthday ."),
-            ("The sources contain no salary range.", "."),
-            ("笔记中没有提到学生价格。", "。"),
-            ("ノートには価格について記載がありません。", "。"),
-            ("노트에 가격이 언급되어 있지 않습니다.", "."),
-        ] {
-            assert_eq!(without_denials(answer), left, "{answer}");
-        }
-        // A denial that goes on to an answer keeps the answer.
-        assert_eq!(
-            without_denials("The notes do not mention students, but Publish costs $8 a month [1]."),
-            ", but Publish costs $8 a month [1]."
-        );
-        // A negation about the thing asked, not about the sources, is an answer.
-        for answer in [
-            "Attachments are not included in the export [1].",
-            "No, Obsidian collects no information about your usage [1].",
-            "Sync does not support files over 200 MB [2].",
-            "The desktop app is not available on Windows 7 [1].",
-        ] {
-            assert_eq!(without_denials(answer), answer);
-        }
-    }
-
-    #[test]
-    fn a_sentence_citing_where_its_answer_should_be_states_nothing() {
-        for (answer, left) in [
-            ("The phone number of Zhang Wei is [1].", ""),
-            ("张伟的电话是[1]。", ""),
-            ("The podiatrist came on [1] [2].", ""),
-            (
-                "Zhang Wei is the foreman [1]. His number is [2].",
-                "Zhang Wei is the foreman [1].",
-            ),
-            ("炖2.5小时[1]。", "炖2.5小时[1]。"),
-            (
-                "It took 2.5 hours [1]. Details are in [2, 3]",
-                "It took 2.5 hours [1].",
-            ),
-        ] {
-            assert_eq!(without_holes(answer).trim(), left, "{answer}");
         }
     }
 

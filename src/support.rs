@@ -10,7 +10,7 @@
 //! stand as written. An answer with no words of its own at all, or a bare yes or no ([`adds`]),
 //! has nothing a citation could stand for: the agent quotes the best sources after it.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
 
 use obsidian_kb::language::Language;
@@ -242,96 +242,22 @@ fn reader(texts: &[&str]) -> Tokenizer {
 }
 
 /// The terms of `answer` (stemmed, stop words out, as the vault's search reads them) that are
-/// not in `asked`, citation marks and the numbers of a numbered list set aside. A verb the
-/// question asks in another form is asked ([`IRREGULAR_VERBS`]): "The grade I got in my
-/// French essay" says back "What grade did I get in my French essay?".
+/// not in `asked`, citation marks and the numbers of a numbered list set aside.
 fn own_terms(tokenizer: &mut Tokenizer, asked: &str, answer: &str) -> Vec<String> {
     static CITATION: LazyLock<Regex> =
         // A last mark may be cut short when the answer ran out of tokens.
         LazyLock::new(|| Regex::new(r"\[[^\[\]]{0,24}(?:\]|$)").expect("valid regex"));
     static LIST_NUMBER: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"(?m)^[ \t]*\d{1,3}[.)][ \t]").expect("valid regex"));
-    let verb = |term: &str| -> String {
-        VERB_OF_FORM
-            .get(term)
-            .map_or_else(|| term.to_string(), String::clone)
-    };
-    let asked: HashSet<String> = tokenizer
-        .query_terms(asked)
-        .iter()
-        .map(|term| verb(term))
-        .collect();
+    let asked: HashSet<String> = tokenizer.query_terms(asked).into_iter().collect();
     let answer = CITATION.replace_all(answer, " ");
     let answer = LIST_NUMBER.replace_all(&answer, " ");
     tokenizer
         .query_terms(&answer)
         .into_iter()
-        .filter(|t| !asked.contains(&verb(t)) && !is_initial(t))
+        .filter(|t| !asked.contains(t) && !is_initial(t))
         .collect()
 }
-
-/// The term of an irregular verb ([`IRREGULAR_VERBS`]) by the term of each of its other forms.
-static VERB_OF_FORM: LazyLock<HashMap<String, String>> = LazyLock::new(|| {
-    let mut tokenizer = Tokenizer::default();
-    let mut verbs = HashMap::new();
-    for (verb, forms) in IRREGULAR_VERBS {
-        // A stop word has no term, and needs none.
-        let Some(verb) = tokenizer.query_terms(verb).pop() else {
-            continue;
-        };
-        for form in tokenizer.query_terms(forms) {
-            verbs.insert(form, verb.clone());
-        }
-    }
-    verbs
-});
-
-/// Common English verbs whose past forms the stemmer does not bring back to them, each with
-/// those forms (a person asks "What did I buy?", a small model answers "I bought …").
-const IRREGULAR_VERBS: &[(&str, &str)] = &[
-    ("buy", "bought"),
-    ("bring", "brought"),
-    ("build", "built"),
-    ("catch", "caught"),
-    ("choose", "chose chosen"),
-    ("come", "came"),
-    ("drink", "drank drunk"),
-    ("drive", "drove driven"),
-    ("eat", "ate eaten"),
-    ("feel", "felt"),
-    ("find", "found"),
-    ("fly", "flew flown"),
-    ("forget", "forgot forgotten"),
-    ("get", "got gotten"),
-    ("give", "gave given"),
-    ("go", "went gone"),
-    ("hear", "heard"),
-    ("hold", "held"),
-    ("keep", "kept"),
-    ("know", "knew known"),
-    ("leave", "left"),
-    ("lend", "lent"),
-    ("lose", "lost"),
-    ("make", "made"),
-    ("meet", "met"),
-    ("pay", "paid"),
-    ("ride", "rode ridden"),
-    ("run", "ran"),
-    ("say", "said"),
-    ("see", "saw seen"),
-    ("sell", "sold"),
-    ("send", "sent"),
-    ("sleep", "slept"),
-    ("speak", "spoke spoken"),
-    ("spend", "spent"),
-    ("take", "took taken"),
-    ("teach", "taught"),
-    ("tell", "told"),
-    ("think", "thought"),
-    ("wear", "wore worn"),
-    ("win", "won"),
-    ("write", "wrote written"),
-];
 
 /// A lone letter of a script that spaces its words: an initial ("Betty T", "Markus H"), not a
 /// word an answer adds.
@@ -644,39 +570,6 @@ mod tests {
                 "Hitting Tab won't indent my list item when I edit the note [1]."
             ),
             Adds::VerdictOnly
-        );
-    }
-
-    #[test]
-    fn a_question_restated_in_another_tense_adds_nothing() {
-        let asked = |question: &str| format!("Answer from the numbered sources: {question}");
-        let grade = "What grade did I get in my French essay?";
-        assert_eq!(
-            adds(
-                grade,
-                &asked(grade),
-                "The grade I got in my French essay [1]."
-            ),
-            Adds::Nothing
-        );
-        let bought = "What did I buy for Oisín's birthday?";
-        assert_eq!(
-            adds(
-                bought,
-                &asked(bought),
-                "I bought Oisín a birthday present [1]."
-            ),
-            Adds::Something
-        );
-        assert_eq!(
-            adds(bought, &asked(bought), "For Oisín's birthday I bought [1]."),
-            Adds::Nothing
-        );
-        // A form of another verb is a word of the answer's own.
-        let went = "Where did I go on 3 May?";
-        assert_eq!(
-            adds(went, &asked(went), "On 3 May I went swimming [1]."),
-            Adds::Something
         );
     }
 

