@@ -399,15 +399,15 @@ impl ChatTemplate {
     }
 
     /// The answer step's closing instruction: answer `question` from the `count` numbered
-    /// sources and cite them by number; in the question's language when its script says it
-    /// ([`Language`]), else as written (the English prompt is unchanged).
+    /// sources and cite them by number; in `language`, the question's
+    /// (`sources::question_language`), else as written (the English prompt is unchanged).
     pub fn answer_instruction(
         &self,
         question: &str,
+        language: Option<Language>,
         context: Option<&str>,
         count: usize,
     ) -> Result<String, PromptError> {
-        let language = Language::detect(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({
@@ -428,9 +428,9 @@ impl ChatTemplate {
     pub fn reread_instruction(
         &self,
         question: &str,
+        language: Option<Language>,
         context: Option<&str>,
     ) -> Result<String, PromptError> {
-        let language = Language::detect(question);
         self.render(
             ANSWER_INSTRUCTION,
             json!({

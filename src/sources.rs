@@ -36,6 +36,14 @@ pub use marks::{CitationMark, Claim, citation_marks, cited_numbers, claims};
 /// (`agent::retrieve`).
 const SHOWN_CHARS: [usize; 2] = [800, 400];
 
+/// The language `question` is answered in: its own where its script or words say so surely,
+/// else the one it most likely is where the `sources` it is asked of are surely written in
+/// it ([`Language::detect_beside`]). `None`: English.
+pub fn question_language(question: &str, sources: &[Source]) -> Option<Language> {
+    let context: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
+    Language::detect_beside(question, &context.join("\n"))
+}
+
 /// One numbered source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {

@@ -29,7 +29,9 @@ use crate::grammar::ANSWER_GBNF;
 use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
-use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
+use crate::sources::{
+    Source, Sources, cited_numbers, headers_for_answer, question_language, without_copied_headers,
+};
 use crate::support::{self, Adds};
 use crate::tool::ToolHost;
 
@@ -113,11 +115,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
         let question = asked.meant();
+        let language = question_language(question, sources.list());
         let instruction = if sources.list().is_empty() {
             None
         } else {
             Some(self.template.answer_instruction(
                 question,
+                language,
                 asked.context().as_deref(),
                 sources.list().len(),
             )?)
@@ -147,7 +151,6 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let completion = self.write_answer(&messages, &mut |text| {
             gate.pass(text, &mut |checked| restating.pass(checked, &mut show))
         })?;
-        let language = Language::detect(question);
         let made_up = gate.finish(&mut |checked| restating.pass(checked, &mut show));
         if !made_up.is_empty() {
             // Facts from nowhere: not shown as an answer. The notes do not say; the turn may
@@ -276,9 +279,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .map_or(conversation.len(), |at| at + 1);
         let mut messages = for_answer(&conversation[..upto], Language::of(question));
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
-        let instruction = self
-            .template
-            .reread_instruction(question, context.as_deref())?;
+        let instruction = self.template.reread_instruction(
+            question,
+            question_language(question, sources.list()),
+            context.as_deref(),
+        )?;
         messages.push(Message::user(&instruction));
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
         let answer = completion.text.trim();

@@ -60,10 +60,10 @@ use crate::engine::{
     CancellationToken, Cancelled, ChatModel, Completion, EngineError, GenerateRequest,
     GenerationStats, Sampling,
 };
-use crate::language::{Language, answer_lines};
+use crate::language::answer_lines;
 use crate::lists;
 use crate::prompt::{ChatTemplate, Message, PromptError};
-use crate::sources::{Citation, Claim, Sources};
+use crate::sources::{Citation, Claim, Sources, question_language};
 use crate::tool::ToolHost;
 use crate::vault::VaultTools;
 
@@ -486,7 +486,7 @@ fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], questio
         return String::new();
     };
     let rest = list.left_out;
-    let lead = answer_lines(Language::detect(question))
+    let lead = answer_lines(question_language(question, sources.list()))
         .rest_of_list
         .replace("{}", &format!("[{number}]"));
     let items: Vec<String> = rest.iter().map(|item| format!("- {item}")).collect();
@@ -524,7 +524,7 @@ fn finish(
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
         let quoted = format!(
             "\n\n{}",
-            quote_sources(&sources, Language::detect(question))
+            quote_sources(&sources, question_language(question, sources.list()))
         );
         let _ = on_text(&quoted);
         quote_at = Some(answer.len() + 2);

@@ -624,6 +624,32 @@ fn the_notes_not_saying_in_german_names_nothing_made_up() {
     assert!(turn.fallback);
 }
 
+/// A question too short for its words alone to say its language ("wo stehen die bohnen") is
+/// answered in the language of the notes it is asked of, when it likely is in it: the answer
+/// step asks for German, with the German sentence for the notes not saying, and Recall's own
+/// lines are German.
+#[test]
+fn a_short_question_beside_german_notes_is_answered_in_german() {
+    let (_dir, vault) = temp_vault(&[(
+        "Garten/Beete.md",
+        "# Beete\n\nDie Tomaten stehen im zweiten Beet, die Bohnen am Zaun. Die Gurken kommen \
+         erst im Mai ins Hochbeet, wenn es keinen Frost mehr gibt.\n",
+    )]);
+    let rig = rig(&vault);
+    let lacking = "Die Notizen sagen nichts dazu.";
+    let mut model = ScriptedModel::new([lacking; 5], 8192);
+    let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "wo stehen die bohnen");
+    let prompt = &model.prompts[0];
+    assert!(prompt.contains("written in German"), "{prompt}");
+    assert!(prompt.contains(&format!("\"{lacking}\"")), "{prompt}");
+    assert!(
+        turn.answer
+            .starts_with(&format!("{lacking}\n\nDie passendsten Stellen:")),
+        "{}",
+        turn.answer
+    );
+}
+
 #[test]
 fn an_answer_that_cites_is_not_asked_again() {
     let rig = rig(&fixture_vault());

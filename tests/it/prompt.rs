@@ -1,6 +1,7 @@
 //! Byte-exact tests of prompt rendering against Meta's Llama 3.2 examples, plus the fallback
 //! families (SmolLM2's real ChatML template, a template with a tool role, no template at all).
 
+use recall::language::Language;
 use recall::prompt::{ChatFamily, ChatTemplate, Message, PromptError, StudyPrompt, TEMPLATES};
 use recall::tool::ToolSpec;
 use serde_json::json;
@@ -456,7 +457,7 @@ fn every_builtin_template_is_registered_and_compiles() {
 #[test]
 fn the_answer_instruction_names_the_question_and_the_source_range() {
     let text = ChatTemplate::llama3()
-        .answer_instruction("When is the midterm?", None, 3)
+        .answer_instruction("When is the midterm?", None, None, 3)
         .unwrap();
     assert_eq!(
         text,
@@ -474,6 +475,7 @@ fn the_answer_instruction_says_the_day_a_follow_up_means() {
     let text = ChatTemplate::llama3()
         .answer_instruction(
             "And the night before?",
+            None,
             Some("It asks about 2022-01-19."),
             2,
         )
@@ -487,12 +489,12 @@ fn the_answer_instruction_says_the_day_a_follow_up_means() {
     );
 }
 
-/// A question in Chinese, Japanese or Korean is answered in its language, and the sentence for
-/// "the notes do not say" is given in it, as the agent recognises it.
+/// A question in another language than English is answered in it, and the sentence for "the
+/// notes do not say" is given in it, as the agent recognises it.
 #[test]
-fn the_answer_instruction_names_a_cjk_questions_language() {
+fn the_answer_instruction_names_the_questions_language() {
     let text = ChatTemplate::llama3()
-        .answer_instruction("快照会保留多久？", None, 2)
+        .answer_instruction("快照会保留多久？", Some(Language::Chinese), None, 2)
         .unwrap();
     assert_eq!(
         text,
@@ -502,7 +504,7 @@ fn the_answer_instruction_names_a_cjk_questions_language() {
          only sources 1 to 2. If the sources do not say, answer \"笔记中没有说明。\"."
     );
     let korean = ChatTemplate::llama3()
-        .answer_instruction("동기화는 어떻게 하나요?", None, 2)
+        .answer_instruction("동기화는 어떻게 하나요?", Some(Language::Korean), None, 2)
         .unwrap();
     assert!(korean.contains("written in Korean"), "{korean}");
     assert!(
@@ -513,12 +515,26 @@ fn the_answer_instruction_names_a_cjk_questions_language() {
     // A second reading asks about one source, and for "the notes do not say" in English: a
     // sentence given in the question's language is what a small model copies.
     let reread = ChatTemplate::llama3()
-        .reread_instruction("快照会保留多久？", None)
+        .reread_instruction("快照会保留多久？", Some(Language::Chinese), None)
         .unwrap();
     assert_eq!(
         reread,
         text.replace("sources 1 to 2", "source 1")
             .replace("\"笔记中没有说明。\"", "that the notes do not say")
+    );
+
+    let german = ChatTemplate::llama3()
+        .answer_instruction(
+            "wann kommt der installateur",
+            Some(Language::German),
+            None,
+            2,
+        )
+        .unwrap();
+    assert!(german.contains("written in German"), "{german}");
+    assert!(
+        german.contains("\"Die Notizen sagen nichts dazu.\""),
+        "{german}"
     );
 }
 
