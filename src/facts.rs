@@ -23,7 +23,8 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use obsidian_kb::search::is_cjk;
+use chrono::{Month, Weekday};
+use obsidian_kb::search::{is_cjk, is_stop_word};
 use regex::Regex;
 
 use crate::sources::citation_marks;
@@ -509,24 +510,16 @@ pub fn ends_sentence(text: &str) -> Option<bool> {
 /// (`"Cheaper AND sooner." This quote …` opens a sentence at "This").
 const CLOSING: &[char] = &['"', '\'', '”', '’', '」', '』', ')', '*', '_'];
 
-/// Words that start with a capital without being a name: question words, pronouns, articles,
-/// and the names of months and days (a date, not whom it is about).
-const NOT_NAMES: &str = "\
-    i i'm i've i'd i'll my me we our you your he she they his her their it its the a an and \
-    or of in on at to for with from what what's when when's who who's whom whose where \
-    where's which how how's why did do does is are was were can could should would will \
-    has have had january february march april may june july august september october \
-    november december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday \
-    wednesday thursday friday saturday sunday";
-
-/// Whether `word`, written with a capital, may be a name: not one of [`NOT_NAMES`].
+/// Whether `word`, written with a capital, may be a name: not a stop word of any language
+/// Recall reads ([`is_stop_word`]: a question word, a pronoun, an article; "I'm" by its "I"),
+/// nor a month's or a weekday's name (a date, not whom it is about).
 pub fn may_be_a_name(word: &str) -> bool {
-    let lower = word.to_lowercase();
-    !NOT_NAMES.split_whitespace().any(|not| not == lower)
+    let word = word.split(['\'', '’']).next().unwrap_or(word);
+    !is_stop_word(word) && word.parse::<Month>().is_err() && word.parse::<Weekday>().is_err()
 }
 
 /// Where `text` names someone or something: each word written with a capital past the first
-/// of its sentence (a possessive `'s` left out), less [`NOT_NAMES`]. `opens_sentence`: whether
+/// of its sentence (a possessive `'s` left out) that [`may_be_a_name`]. `opens_sentence`: whether
 /// `text` begins a sentence; false when it goes on with one begun before it.
 pub fn names(text: &str, opens_sentence: bool) -> Vec<Range<usize>> {
     // A hyphenated word is one ("Wi-Fi" is no two names). A run of Chinese, Japanese or

@@ -320,6 +320,12 @@ fn names_are_capitalised_words_past_the_first_of_their_sentence() {
         ["Cheaper", "Murt"]
     );
     assert_eq!(names_in("**Done.** Then ask Orla."), ["Orla"]);
+    // A function word of any language Recall reads, or a month or a weekday, is no name,
+    // whatever the language around it.
+    assert_eq!(
+        names_in("On Monday, I'm told, Orla asked When it was; Sie sagte La Tour in May."),
+        ["Orla", "Tour"]
+    );
     let text = "so Kenji's phone";
     assert_eq!(
         names(text, false)

@@ -189,6 +189,19 @@ fn stop_words_and_stemmer(language: Option<Language>) -> (&'static StopWords, Al
     }
 }
 
+/// Whether `word` is a stop word of any language Recall reads by its words (NLTK's English,
+/// German, French and Spanish lists, the `stop-words` crate): a function word, not a name,
+/// whatever language the text around it is written in.
+pub fn is_stop_word(word: &str) -> bool {
+    static ANY: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+        ["en", "de", "fr", "es"]
+            .iter()
+            .flat_map(|code| stop_words::get(*code).iter().copied())
+            .collect()
+    });
+    ANY.contains(word.to_lowercase().as_str())
+}
+
 /// Hash-map state for terms of the user's own vault (fast; no need for DoS resistance here).
 pub type Fast = rustc_hash::FxBuildHasher;
 
