@@ -1,8 +1,8 @@
-//! The language a question is written in ([`Language`], told by its script: Chinese, Japanese,
-//! Korean) and what the answer step says in it. A small model reading English instructions and
-//! sources answers a Chinese question in English (11 of 16 answers, Qwen2.5-1.5B), so the answer
-//! step names the language and the sentence that says the notes lack the answer in it. For
-//! other questions nothing changes: their prompts stay as they were. Pure.
+//! The language a question is written in ([`Language`]: by its script, Chinese, Japanese,
+//! Korean; by its words, German, French, Spanish) and what Recall says in it. A small model
+//! reading English instructions and sources answers a Chinese question in English (11 of 16
+//! answers, Qwen2.5-1.5B), so the answer step names the language; Recall's own lines come in
+//! it too ([`answer_lines`]). For English questions nothing changes. Pure.
 
 use std::sync::LazyLock;
 
@@ -49,11 +49,6 @@ pub fn says_notes_lack_it(answer: &str) -> bool {
         .filter(|s| s.chars().any(char::is_alphabetic))
         .count();
     says && sentences <= 1
-}
-
-/// The sentence that says the notes lack the answer, in `language`.
-pub fn notes_lack_it(language: Language) -> &'static str {
-    answer_lines(Some(language)).notes_lack_it
 }
 
 /// What Recall itself writes into an answer when the model's own words are not the answer, in
@@ -197,7 +192,7 @@ mod tests {
     #[test]
     fn each_language_says_the_notes_lack_it_in_a_sentence_the_agent_knows() {
         for language in ALL {
-            let sentence = notes_lack_it(language).to_lowercase();
+            let sentence = answer_lines(Some(language)).notes_lack_it.to_lowercase();
             assert!(
                 NOTES_LACK_IT.iter().any(|p| sentence.starts_with(p)),
                 "{sentence}"

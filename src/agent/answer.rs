@@ -258,9 +258,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
 
     /// The second reading, after an answer that the notes do not say: the best source (the
     /// opening search's first hit) shown alone and whole ([`Sources::show_whole`]), asked
-    /// about with "the notes do not say" in English ([`crate::prompt::ChatTemplate::reread_instruction`]).
+    /// about under the answer step's instruction for one source.
     /// A small model often says a source lacks what it holds when it reads it among others,
-    /// cut, or when the instruction hands it a sentence in the question's language to copy.
+    /// or cut.
     /// Alone, the same model makes up an answer from a passage that does not hold one, so the
     /// answer counts only when most of its own words come from the source
     /// ([`REREAD_HELD_SHARE`]); nothing is streamed until it does.
@@ -279,10 +279,11 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .map_or(conversation.len(), |at| at + 1);
         let mut messages = for_answer(&conversation[..upto], Language::of(question));
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
-        let instruction = self.template.reread_instruction(
+        let instruction = self.template.answer_instruction(
             question,
             question_language(question, sources.list()),
             context.as_deref(),
+            1,
         )?;
         messages.push(Message::user(&instruction));
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;

@@ -626,8 +626,7 @@ fn the_notes_not_saying_in_german_names_nothing_made_up() {
 
 /// A question too short for its words alone to say its language ("wo stehen die bohnen") is
 /// answered in the language of the notes it is asked of, when it likely is in it: the answer
-/// step asks for German, with the German sentence for the notes not saying, and Recall's own
-/// lines are German.
+/// step asks for German, and Recall's own lines are German.
 #[test]
 fn a_short_question_beside_german_notes_is_answered_in_german() {
     let (_dir, vault) = temp_vault(&[(
@@ -641,7 +640,6 @@ fn a_short_question_beside_german_notes_is_answered_in_german() {
     let (turn, _) = rig.ask(&mut model, AgentOptions::default(), "wo stehen die bohnen");
     let prompt = &model.prompts[0];
     assert!(prompt.contains("written in German"), "{prompt}");
-    assert!(prompt.contains(&format!("\"{lacking}\"")), "{prompt}");
     assert!(
         turn.answer
             .starts_with(&format!("{lacking}\n\nDie passendsten Stellen:")),

@@ -489,8 +489,9 @@ fn the_answer_instruction_says_the_day_a_follow_up_means() {
     );
 }
 
-/// A question in another language than English is answered in it, and the sentence for "the
-/// notes do not say" is given in it, as the agent recognises it.
+/// A question in another language than English is answered in it; "the notes do not say" is
+/// asked for in English words whatever the language (a small model copies a sentence handed
+/// to it in its language as the answer), and a second reading asks about source 1 alone.
 #[test]
 fn the_answer_instruction_names_the_questions_language() {
     let text = ChatTemplate::llama3()
@@ -501,28 +502,8 @@ fn the_answer_instruction_names_the_questions_language() {
         "Answer this question from the numbered sources above: 快照会保留多久？\n\
          Answer in at most three sentences of your own, written in Chinese; do not copy the \
          sources. After each fact, write the number of its source in brackets, like [1]. Use \
-         only sources 1 to 2. If the sources do not say, answer \"笔记中没有说明。\"."
+         only sources 1 to 2. If the sources do not say, answer that the notes do not say."
     );
-    let korean = ChatTemplate::llama3()
-        .answer_instruction("동기화는 어떻게 하나요?", Some(Language::Korean), None, 2)
-        .unwrap();
-    assert!(korean.contains("written in Korean"), "{korean}");
-    assert!(
-        korean.contains("\"노트에 나와 있지 않습니다.\""),
-        "{korean}"
-    );
-
-    // A second reading asks about one source, and for "the notes do not say" in English: a
-    // sentence given in the question's language is what a small model copies.
-    let reread = ChatTemplate::llama3()
-        .reread_instruction("快照会保留多久？", Some(Language::Chinese), None)
-        .unwrap();
-    assert_eq!(
-        reread,
-        text.replace("sources 1 to 2", "source 1")
-            .replace("\"笔记中没有说明。\"", "that the notes do not say")
-    );
-
     let german = ChatTemplate::llama3()
         .answer_instruction(
             "wann kommt der installateur",
@@ -532,10 +513,10 @@ fn the_answer_instruction_names_the_questions_language() {
         )
         .unwrap();
     assert!(german.contains("written in German"), "{german}");
-    assert!(
-        german.contains("\"Die Notizen sagen nichts dazu.\""),
-        "{german}"
-    );
+    let reread = ChatTemplate::llama3()
+        .answer_instruction("快照会保留多久？", Some(Language::Chinese), None, 1)
+        .unwrap();
+    assert_eq!(reread, text.replace("sources 1 to 2", "source 1"));
 }
 
 /// The prompt cache keeps the KV state of `text[..stable_len]`: it must be the same for every
