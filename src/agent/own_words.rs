@@ -1,7 +1,8 @@
 //! What an answer adds to the question in words of its own ([`OwnWords`]): less what it
-//! copied from the sources and the rest of a name the question gives in part; nothing when it lacks the kind of fact the question asks for by
-//! name. An answer that adds nothing is no answer: the turn takes it for the notes not
-//! saying, and [`Restating`] holds a streamed answer back while it adds nothing yet. Pure.
+//! copied from the sources and the rest of a name the question gives in part; nothing when
+//! it lacks the kind of fact the question asks for by name. An answer that adds nothing is no
+//! answer: the turn takes it for the notes not saying, and [`Restating`] holds a streamed
+//! answer back while it adds nothing yet. Pure.
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -53,8 +54,8 @@ impl<'a> OwnWords<'a> {
     }
 
     /// What `answer` adds in words of its own: less the source headers it copied and the rest
-    /// of a name the question gives in part that is a source's title ("Kenji" asked: "The phone number of
-    /// Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
+    /// of a name the question gives in part that is a source's title ("Kenji" asked: "The
+    /// phone number of Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
     /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
     /// is no email address; nor does one whose email address the sources give somebody else,
     /// or none of them gives ([`addresses_stand_in`]).

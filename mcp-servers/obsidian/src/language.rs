@@ -77,10 +77,10 @@ impl Language {
     /// The language of a short `text` written beside `context` (a question beside the
     /// passages it is asked of): [`Language::detect`]'s when it is sure; else the language
     /// `text` most likely is, when `context` is surely written in it. Trigram statistics are
-    /// seldom sure of a question of a few words ("wann kommt der installateur"), yet its likeliest
-    /// language agreeing with its sources' is a fair reading: of the 36 German tuning
-    /// questions 18 are told alone, 34 so. An English question about a German vault stays
-    /// English, for its likeliest language is English.
+    /// seldom sure of a question of a few words ("wann kommt der installateur"), yet its
+    /// likeliest language agreeing with its sources' is a fair reading: of the 36 German
+    /// tuning questions 18 are told alone, 34 so. An English question about a German vault
+    /// stays English, for its likeliest language is English.
     pub fn detect_beside(text: &str, context: &str) -> Option<Language> {
         if let Some(language) = Language::detect(text) {
             return Some(language);
@@ -90,11 +90,11 @@ impl Language {
     }
 
     /// The language `whatlang` names, among those told by their words (`None`: English).
-    fn of_latin(lang: whatlang::Lang) -> Option<Language> {
+    fn of_latin(lang: Lang) -> Option<Language> {
         match lang {
-            whatlang::Lang::Deu => Some(Language::German),
-            whatlang::Lang::Fra => Some(Language::French),
-            whatlang::Lang::Spa => Some(Language::Spanish),
+            Lang::Deu => Some(Language::German),
+            Lang::Fra => Some(Language::French),
+            Lang::Spa => Some(Language::Spanish),
             _ => None,
         }
     }
