@@ -55,10 +55,10 @@ impl<'a> OwnWords<'a> {
 
     /// What `answer` adds in words of its own: less the source headers it copied and the rest
     /// of a name the question gives in part that is a source's title ("Kenji" asked: "The
-    /// phone number of Kenji Watanabe is [1]." adds nothing). An answer without the kind of fact the question
-    /// asks for by name ([`Wanted`]) adds nothing either: "Marco's email is +31 6 2290 1184."
-    /// is no email address; nor does one whose email address the sources give somebody else,
-    /// or none of them gives ([`addresses_stand_in`]).
+    /// phone number of Kenji Watanabe is [1]." adds nothing). An answer without the kind of
+    /// fact the question asks for by name ([`Wanted`]) adds nothing either: "Marco's email is
+    /// +31 6 2290 1184." is no email address; nor does one whose email address the sources
+    /// give somebody else, or none of them gives ([`addresses_stand_in`]).
     pub(super) fn adds(&self, answer: &str) -> Adds {
         let own = without_copied_headers(answer, self.sources);
         if self.wanted.is_some_and(|wanted| !wanted.held_in(&own)) {
