@@ -4,10 +4,12 @@
 //! answers, Qwen2.5-1.5B), so the answer step names the language; Recall's own lines come in
 //! it too ([`answer_lines`]). For English questions nothing changes. Pure.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 pub use obsidian_kb::language::Language;
 use regex::Regex;
+use serde::Deserialize;
 
 /// Two questions are the same when their letters and digits are, whatever the case, spaces
 /// or marks.
@@ -21,18 +23,23 @@ pub fn same_question(a: &str, b: &str) -> bool {
     key(a) == key(b)
 }
 
-/// Every sentence the answer step asks for when the sources lack the answer, lowercase: the
-/// English one (and its contraction) and each language's own.
-pub const NOTES_LACK_IT: [&str; 8] = [
-    "the notes do not say",
-    "the notes don't say",
-    "笔记中没有说明",
-    "ノートには書かれていません",
-    "노트에 나와 있지 않습니다",
-    "die notizen sagen nichts dazu",
-    "les notes ne le disent pas",
-    "las notas no lo dicen",
-];
+/// Every language's sentence for the notes lacking the answer ([`AnswerLines::notes_lack_it`]),
+/// lowercase, without its full stop, and the English one's contraction, which a model writes
+/// as readily: what the turn takes for the notes not saying.
+pub static NOTES_LACK_IT: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let mut sentences: Vec<String> = LINES
+        .values()
+        .map(|lines| {
+            lines
+                .notes_lack_it
+                .to_lowercase()
+                .trim_end_matches(['.', '。'])
+                .to_string()
+        })
+        .collect();
+    sentences.push("the notes don't say".to_string());
+    sentences
+});
 
 /// Whether `answer` is that the notes do not hold the answer, in the words
 /// `prompts/agent/answer.j2` asks for (or their contraction): one sentence saying so, citation
@@ -53,8 +60,9 @@ pub fn says_notes_lack_it(answer: &str) -> bool {
 
 /// What Recall itself writes into an answer when the model's own words are not the answer, in
 /// the question's language: a person who asked in Chinese reads the quoted passages under a
-/// Chinese line, not an English one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Chinese line, not an English one. Each language's are one table of `prompts/lines.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AnswerLines {
     /// Before the quoted passages when the model wrote nothing.
     pub no_answer: &'static str,
@@ -85,94 +93,19 @@ pub struct AnswerLines {
     pub rest_of_list: &'static str,
 }
 
+/// Recall's own lines in every language it answers in, by ISO 639-1 code (`en`, `zh`, …):
+/// one table a language, a translator's file rather than code.
+static LINES: LazyLock<HashMap<&'static str, AnswerLines>> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("../prompts/lines.json"))
+        .expect("prompts/lines.json holds every line of every language")
+});
+
 /// The answer lines for a question in `language` (`None`: English).
 pub fn answer_lines(language: Option<Language>) -> &'static AnswerLines {
-    match language {
-        None => &AnswerLines {
-            no_answer: "The model wrote no answer.",
-            adds_nothing: "That answer adds nothing to the question.",
-            bare_verdict: "That answer is a bare yes or no; here is what the notes say.",
-            most_relevant: "The most relevant passages:",
-            no_note: "No note matched the question.",
-            notes_lack_it: "The notes do not say.",
-            made_up: "The notes do not say: none of them gives {}.",
-            asked_not_found: "The notes do not say: none of the passages found mentions the {} of your question.",
-            not_the_answer: "The notes do not say: the {} they hold is about something else.",
-            rest_of_list: "Also in that list {}:",
-        },
-        Some(Language::Chinese) => &AnswerLines {
-            no_answer: "模型没有写出回答。",
-            adds_nothing: "这个回答没有在问题之外提供任何信息。",
-            bare_verdict: "这个回答只有“是”或“否”；以下是笔记中的内容。",
-            most_relevant: "最相关的段落：",
-            no_note: "没有与问题相符的笔记。",
-            notes_lack_it: "笔记中没有说明。",
-            made_up: "笔记中没有说明：没有笔记给出 {}。",
-            asked_not_found: "笔记中没有说明：找到的段落都没有提到问题中的 {}。",
-            not_the_answer: "笔记中没有说明：笔记中的 {} 说的是别的事。",
-            rest_of_list: "该列表 {} 中还有：",
-        },
-        Some(Language::Japanese) => &AnswerLines {
-            no_answer: "モデルは回答を書きませんでした。",
-            adds_nothing: "その回答は質問に何も付け加えていません。",
-            bare_verdict: "その回答は「はい」か「いいえ」だけです。ノートの内容は次のとおりです。",
-            most_relevant: "最も関連する箇所：",
-            no_note: "質問に合うノートはありませんでした。",
-            notes_lack_it: "ノートには書かれていません。",
-            made_up: "ノートには書かれていません：{} を示すノートはありません。",
-            asked_not_found: "ノートには書かれていません：見つかった箇所には質問の {} が出てきません。",
-            not_the_answer: "ノートには書かれていません：ノートにある {} は別のことです。",
-            rest_of_list: "そのリスト {} には他に：",
-        },
-        Some(Language::Korean) => &AnswerLines {
-            no_answer: "모델이 답변을 작성하지 않았습니다.",
-            adds_nothing: "그 답변은 질문에 아무것도 더하지 않습니다.",
-            bare_verdict: "그 답변은 예 또는 아니요뿐입니다. 노트의 내용은 다음과 같습니다.",
-            most_relevant: "가장 관련 있는 구절:",
-            no_note: "질문과 일치하는 노트가 없습니다.",
-            notes_lack_it: "노트에 나와 있지 않습니다.",
-            made_up: "노트에 나와 있지 않습니다: {}을(를) 알려 주는 노트가 없습니다.",
-            asked_not_found: "노트에 나와 있지 않습니다: 찾은 구절 중 질문의 {}을(를) 언급하는 것이 없습니다.",
-            not_the_answer: "노트에 나와 있지 않습니다: 노트의 {}은(는) 다른 내용입니다.",
-            rest_of_list: "그 목록 {}에는 또:",
-        },
-        Some(Language::German) => &AnswerLines {
-            no_answer: "Das Modell hat keine Antwort geschrieben.",
-            adds_nothing: "Diese Antwort fügt der Frage nichts hinzu.",
-            bare_verdict: "Diese Antwort ist nur ein Ja oder Nein; das steht in den Notizen:",
-            most_relevant: "Die passendsten Stellen:",
-            no_note: "Keine Notiz passt zur Frage.",
-            notes_lack_it: "Die Notizen sagen nichts dazu.",
-            made_up: "Die Notizen sagen nichts dazu: keine nennt {}.",
-            asked_not_found: "Die Notizen sagen nichts dazu: keine gefundene Stelle erwähnt {} aus Ihrer Frage.",
-            not_the_answer: "Die Notizen sagen nichts dazu: {} steht dort bei etwas anderem.",
-            rest_of_list: "Außerdem in dieser Liste {}:",
-        },
-        Some(Language::French) => &AnswerLines {
-            no_answer: "Le modèle n'a écrit aucune réponse.",
-            adds_nothing: "Cette réponse n'ajoute rien à la question.",
-            bare_verdict: "Cette réponse n'est qu'un oui ou un non ; voici ce que disent les notes :",
-            most_relevant: "Les passages les plus proches :",
-            no_note: "Aucune note ne correspond à la question.",
-            notes_lack_it: "Les notes ne le disent pas.",
-            made_up: "Les notes ne le disent pas : aucune ne donne {}.",
-            asked_not_found: "Les notes ne le disent pas : aucun passage trouvé ne mentionne {} de votre question.",
-            not_the_answer: "Les notes ne le disent pas : le {} qu'elles contiennent concerne autre chose.",
-            rest_of_list: "Aussi dans cette liste {} :",
-        },
-        Some(Language::Spanish) => &AnswerLines {
-            no_answer: "El modelo no escribió ninguna respuesta.",
-            adds_nothing: "Esa respuesta no añade nada a la pregunta.",
-            bare_verdict: "Esa respuesta es solo un sí o un no; esto dicen las notas:",
-            most_relevant: "Los pasajes más cercanos:",
-            no_note: "Ninguna nota coincide con la pregunta.",
-            notes_lack_it: "Las notas no lo dicen.",
-            made_up: "Las notas no lo dicen: ninguna da {}.",
-            asked_not_found: "Las notas no lo dicen: ningún pasaje encontrado menciona {} de su pregunta.",
-            not_the_answer: "Las notas no lo dicen: el {} que contienen trata de otra cosa.",
-            rest_of_list: "También en esa lista {}:",
-        },
-    }
+    let code = language.map_or("en", Language::code);
+    LINES
+        .get(code)
+        .unwrap_or_else(|| panic!("prompts/lines.json has no lines for {code}"))
 }
 
 #[cfg(test)]
