@@ -29,9 +29,7 @@ use crate::grammar::ANSWER_GBNF;
 use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::markup;
 use crate::prompt::{Message, Role};
-use crate::sources::{
-    Source, Sources, cited_numbers, headers_for_answer, question_language, without_copied_headers,
-};
+use crate::sources::{Source, Sources, cited_numbers, headers_for_answer, without_copied_headers};
 use crate::support::{self, Adds};
 use crate::tool::ToolHost;
 
@@ -71,6 +69,9 @@ pub(super) struct Asked<'a> {
     /// The names the question gives that the vault knows, in a script without capitals
     /// ([`super::named`]), lowercase: who or what it asks about ([`Subject`]).
     pub(super) named: Vec<String>,
+    /// The language the question is answered in, told once beside the sources the turn
+    /// opened with ([`crate::sources::question_language`]); `None`: English.
+    pub(super) language: Option<Language>,
 }
 
 impl<'a> Asked<'a> {
@@ -115,7 +116,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
         let question = asked.meant();
-        let language = question_language(question, sources.list());
+        let language = asked.language;
         let instruction = if sources.list().is_empty() {
             None
         } else {
@@ -130,7 +131,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         messages.extend(instruction.iter().map(Message::user));
         if let AnswerCheck::Gain { .. } = self.options.answer_check {
             let instruction = instruction.as_deref();
-            return self.answer_by_gain(messages, question, instruction, sources.list(), on_text);
+            let given = sources.list();
+            return self.answer_by_gain(messages, question, language, instruction, given, on_text);
         }
         let known = known_facts(&messages, sources, asked);
         let mut gate = FactGate::new(&known, asks_a_figure(question));
@@ -279,12 +281,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             .map_or(conversation.len(), |at| at + 1);
         let mut messages = for_answer(&conversation[..upto], Language::of(question));
         messages.push(Message::ipython(sources.show_whole(1, REREAD_CHARS)));
-        let instruction = self.template.answer_instruction(
-            question,
-            question_language(question, sources.list()),
-            context.as_deref(),
-            1,
-        )?;
+        let instruction =
+            self.template
+                .answer_instruction(question, asked.language, context.as_deref(), 1)?;
         messages.push(Message::user(&instruction));
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
         let answer = completion.text.trim();

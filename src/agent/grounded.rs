@@ -16,9 +16,9 @@ use super::cite::unattributed;
 use super::{Agent, AgentError, StepRecord};
 use crate::engine::{ChatModel, GenerationStats};
 use crate::grounding::Grounding;
-use crate::language::{answer_lines, says_notes_lack_it};
+use crate::language::{Language, answer_lines, says_notes_lack_it};
 use crate::prompt::{Message, Role};
-use crate::sources::{Source, question_language, without_copied_headers};
+use crate::sources::{Source, without_copied_headers};
 use crate::tool::ToolHost;
 
 /// How the answer step tells an answer its sources hold from one the model made up.
@@ -74,13 +74,14 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         &mut self,
         messages: Vec<Message>,
         question: &str,
+        language: Option<Language>,
         instruction: Option<&str>,
         given: &[Source],
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answered, AgentError> {
         let completion = self.write_answer(&messages, &mut |_| ControlFlow::Continue(()))?;
         let mut answer = completion.text.trim().to_string();
-        let lines = answer_lines(question_language(question, given));
+        let lines = answer_lines(language);
         let notes_lack_it = answer.is_empty() || says_notes_lack_it(&answer);
         let gained = match notes_lack_it {
             true => Gained::Unscored,

@@ -60,7 +60,7 @@ use crate::engine::{
     CancellationToken, Cancelled, ChatModel, Completion, EngineError, GenerateRequest,
     GenerationStats, Sampling,
 };
-use crate::language::answer_lines;
+use crate::language::{Language, answer_lines};
 use crate::lists;
 use crate::prompt::{ChatTemplate, Message, PromptError};
 use crate::sources::{Citation, Claim, Sources, question_language};
@@ -313,6 +313,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             undated: opened.undated,
             someone: gathered.someone.clone(),
             named: self.names_in_vault(question),
+            language: question_language(
+                searched.meant.as_deref().unwrap_or(question),
+                gathered.sources.list(),
+            ),
         };
         let asked = &asked;
 
@@ -324,7 +328,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             let (answered, shown) =
                 self.answer_held(conversation, asked, &gathered.sources, on_text)?;
             if !(answered.notes_lack_it && shown.holding()) {
-                return Ok(finish(conversation, question, gathered, answered, on_text));
+                return Ok(finish(conversation, asked, gathered, answered, on_text));
             }
             held = Some((answered, shown, gathered.steps.len()));
         }
@@ -349,7 +353,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
                 let (answered, shown) =
                     self.answer_held(conversation, asked, &gathered.sources, on_text)?;
                 if !(answered.notes_lack_it && shown.holding()) {
-                    return Ok(finish(conversation, question, gathered, answered, on_text));
+                    return Ok(finish(conversation, asked, gathered, answered, on_text));
                 }
                 held = Some((answered, shown, gathered.steps.len()));
                 looked_at = conversation.len();
@@ -388,7 +392,7 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             }
         };
         let answered = self.settle(conversation, asked, &mut gathered, answered, shown, on_text)?;
-        Ok(finish(conversation, question, gathered, answered, on_text))
+        Ok(finish(conversation, asked, gathered, answered, on_text))
     }
 
     /// The answer step streamed through a [`HoldBack`]: an answer that may still be only "the
@@ -468,7 +472,12 @@ fn step(kind: &'static str, completion: &Completion, calls: Vec<CallRecord>) -> 
 /// After an answer that names some items of a list in a source it cites, the items it left
 /// out of the list it names most of, as the note writes them ([`crate::lists`]); empty when
 /// there are none.
-fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], question: &str) -> String {
+fn rest_of_list(
+    answer: &str,
+    sources: &Sources,
+    citations: &[Citation],
+    language: Option<Language>,
+) -> String {
     // The list the answer names most items of, among the sources it cites (the first of a
     // tie): an answer drawing on several lists is about the one it names most of.
     let mut best: Option<(usize, lists::NamedList)> = None;
@@ -486,7 +495,7 @@ fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], questio
         return String::new();
     };
     let rest = list.left_out;
-    let lead = answer_lines(question_language(question, sources.list()))
+    let lead = answer_lines(language)
         .rest_of_list
         .replace("{}", &format!("[{number}]"));
     let items: Vec<String> = rest.iter().map(|item| format!("- {item}")).collect();
@@ -500,11 +509,12 @@ fn rest_of_list(answer: &str, sources: &Sources, citations: &[Citation], questio
 /// none of them.
 fn finish(
     conversation: &mut Vec<Message>,
-    question: &str,
+    asked: &Asked,
     gathered: Gathered,
     answered: Answered,
     on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
 ) -> Turn {
+    let (question, language) = (asked.question, asked.language);
     let Answered {
         text: mut answer,
         mut quote_at,
@@ -522,10 +532,7 @@ fn finish(
         ..
     } = gathered;
     if notes_lack_it && quote_at.is_none() && !sources.list().is_empty() {
-        let quoted = format!(
-            "\n\n{}",
-            quote_sources(&sources, question_language(question, sources.list()))
-        );
+        let quoted = format!("\n\n{}", quote_sources(&sources, language));
         let _ = on_text(&quoted);
         quote_at = Some(answer.len() + 2);
         answer.push_str(&quoted);
@@ -551,7 +558,7 @@ fn finish(
     };
     let rest = match notes_lack_it || quote_at.is_some() {
         true => String::new(),
-        false => rest_of_list(&answer, &sources, &citations, question),
+        false => rest_of_list(&answer, &sources, &citations, language),
     };
     if !rest.is_empty() {
         let _ = on_text(&rest);

@@ -6,7 +6,7 @@ use crate::agent::subject::Subject;
 use crate::facts::KnownFacts;
 use crate::language::{AnswerLines, Language, answer_lines};
 use crate::prompt::{Message, Role};
-use crate::sources::{Sources, question_language};
+use crate::sources::Sources;
 
 /// What the model was given to answer from, read for its facts: every message of the answer
 /// prompt but those asking the question, as asked or as meant (earlier turns' questions,
@@ -55,7 +55,7 @@ pub(super) fn known_facts(messages: &[Message], sources: &Sources, asked: &Asked
     known.know_question(question);
     // Recall's own sentence for the notes not saying, which the instruction hands the model,
     // names nothing made up: "Die Notizen sagen nichts dazu." capitalises a noun.
-    known.know_names_in(answer_lines(question_language(question, sources.list())).notes_lack_it);
+    known.know_names_in(answer_lines(asked.language).notes_lack_it);
     for source in sources.list() {
         known.know_names_in(&source.uri);
     }
