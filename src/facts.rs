@@ -688,9 +688,8 @@ impl Fact {
 /// The forms in which a source may write the amount `number` is between `before` and
 /// `after`, squeezed ([`squeeze`]), when it is one: a currency sign before it (`$5`, or `5$`
 /// after it), or a unit after it (`4GB`, `5 %`, `1小时`; `1 hour` also as `1h`). A single
-/// digit counts
-/// as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read somewhere or
-/// nowhere.
+/// digit counts as a fact only so: "3 ways" may count a list's items, "4GB" of RAM is read
+/// somewhere or nowhere.
 fn amount(before: &str, number: &str, after: &str) -> Option<Vec<String>> {
     static UNIT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(

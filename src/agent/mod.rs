@@ -306,18 +306,16 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let retrieved = opened.ran;
         // A follow-up naming a day by another ("And the night before?") is answered about
         // that day only when told which it is.
-        let asked = Asked {
+        let mut asked = Asked {
             question,
             instead: searched.meant.as_deref(),
             period: opened.period.filter(|_| searched.leans),
             undated: opened.undated,
             someone: gathered.someone.clone(),
             named: self.names_in_vault(question),
-            language: question_language(
-                searched.meant.as_deref().unwrap_or(question),
-                gathered.sources.list(),
-            ),
+            language: None,
         };
+        asked.language = question_language(asked.meant(), gathered.sources.list());
         let asked = &asked;
 
         // Answer first: the passages usually hold the answer, and a decision step costs a
