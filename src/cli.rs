@@ -132,6 +132,15 @@ pub enum Grounding {
     Gain,
 }
 
+/// The `--question-kind` readings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QuestionKindArg {
+    /// By the question's words.
+    Words,
+    /// By the model.
+    Model,
+}
+
 /// Flags of the agent loop.
 #[derive(Debug, Args, Clone)]
 pub struct AgentArgs {
@@ -160,6 +169,12 @@ pub struct AgentArgs {
     /// With `--grounding gain`: the least mean gain (nats a word) of an answer that stands.
     #[arg(long, value_name = "NATS", default_value_t = crate::grounding::DEFAULT_THRESHOLD)]
     pub grounding_threshold: f32,
+    /// How what a question asks for (a date, an amount, a name, an address) is read for the
+    /// checks of its answer: `words` by its question words (English, Chinese, Japanese,
+    /// Korean); `model` by the model, one word under a grammar, in any language (a short
+    /// model step before the answer). Being measured (docs/benches.md).
+    #[arg(long, value_enum, default_value_t = QuestionKindArg::Words)]
+    pub question_kind: QuestionKindArg,
     /// Most tokens in an answer (default 256: `ask` and `chat` answer in a few sentences), a
     /// summary, a quiz item or a grade (default 512).
     #[arg(long)]

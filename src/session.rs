@@ -14,9 +14,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::agent::{Agent, AgentOptions, AnswerCheck, ApproveAll, Approver, RefuseAll};
+use crate::agent::{
+    Agent, AgentOptions, AnswerCheck, ApproveAll, Approver, QuestionKind, RefuseAll,
+};
 use crate::cli::{
-    AgentArgs, GlobalArgs, Grounding, ModelArgs, PromptCacheArgs, RunArgs, ServerArgs,
+    AgentArgs, GlobalArgs, Grounding, ModelArgs, PromptCacheArgs, QuestionKindArg, RunArgs,
+    ServerArgs,
 };
 use crate::config::{self, EngineSpec, ServersConfig};
 use crate::embedding;
@@ -441,6 +444,10 @@ impl Workbench {
                 Grounding::Gain => AnswerCheck::Gain {
                     threshold: agent_args.grounding_threshold,
                 },
+            },
+            question_kind: match agent_args.question_kind {
+                QuestionKindArg::Words => QuestionKind::Words,
+                QuestionKindArg::Model => QuestionKind::Model,
             },
         }
     }

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use obsidian_kb::dates::Period;
 
 use self::known::{known_facts, made_up_reason};
-use super::asks::{asks_a_figure, asks_a_name};
+use super::asks::Asks;
 use super::cite::{OpeningSources, unattributed};
 use super::figure::{Check, FigureLine};
 use super::gate::FactGate;
@@ -72,6 +72,9 @@ pub(super) struct Asked<'a> {
     /// The language the question is answered in, told once beside the sources the turn
     /// opened with ([`crate::sources::question_language`]); `None`: English.
     pub(super) language: Option<Language>,
+    /// What the question asks for: a figure, a name, a kind of fact by name
+    /// ([`Agent::asks`]).
+    pub(super) asks: Asks,
 }
 
 impl<'a> Asked<'a> {
@@ -135,8 +138,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             return self.answer_by_gain(messages, question, language, instruction, given, on_text);
         }
         let known = known_facts(&messages, sources, asked);
-        let mut gate = FactGate::new(&known, asks_a_figure(question));
-        if asks_a_name(question) || asked.undated.is_some() {
+        let mut gate = FactGate::new(&known, asked.asks.figure);
+        if asked.asks.name || asked.undated.is_some() {
             gate = gate.withholding_all();
         }
         // What of the answer reached the user before a made-up fact closed the gate: it stays
@@ -146,9 +149,9 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             shown.push_str(text);
             on_text(text)
         };
-        let own_words = instruction
-            .as_deref()
-            .map(|asked| OwnWords::new(question, asked, sources.list()));
+        let own_words = instruction.as_deref().map(|instruction| {
+            OwnWords::new(question, asked.asks.wanted, instruction, sources.list())
+        });
         let mut restating = Restating::new(own_words.as_ref());
         let completion = self.write_answer(&messages, &mut |text| {
             gate.pass(text, &mut |checked| restating.pass(checked, &mut show))
@@ -172,7 +175,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // in is read as the answer ([`super::figure`]).
         let mut check = None;
         if gate.withheld().is_some()
-            && let Some(line) = FigureLine::checked(question, &completion.text, sources.list())
+            && let Some(line) =
+                FigureLine::checked(question, asked.asks, &completion.text, sources.list())
         {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             check = checked;
@@ -312,7 +316,13 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         let made_up = known_facts(&messages, sources, asked).unsupported(&own, true);
         let counts = !answer.is_empty()
             && !says_notes_lack_it(answer)
-            && adds_own(question, &instruction, answer, &sources.list()[..1]) == Adds::Something
+            && adds_own(
+                question,
+                asked.asks.wanted,
+                &instruction,
+                answer,
+                &sources.list()[..1],
+            ) == Adds::Something
             && share >= REREAD_HELD_SHARE
             && made_up.is_empty();
         if !counts {
@@ -324,7 +334,8 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
         // A figure or a name from the one source must answer the question too
         // ([`super::figure`]).
         let mut check = None;
-        if let Some(line) = FigureLine::checked(question, answer, &sources.list()[..1]) {
+        if let Some(line) = FigureLine::checked(question, asked.asks, answer, &sources.list()[..1])
+        {
             let (answers, checked) = self.figure_answers(&line, asked.someone.as_deref())?;
             if !answers {
                 return Ok(Reading::Nothing(completion));

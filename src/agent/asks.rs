@@ -9,6 +9,122 @@ use regex::Regex;
 
 use crate::facts::{without_marks, writes_date};
 
+/// What a question asks for, as the checks of an answer read it: read from its words
+/// ([`Asks::in_words`], English, Chinese, Japanese and Korean only) or by the model in any
+/// language ([`Kind`], `--question-kind model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Asks {
+    /// A figure: a date, a time, an amount, a phone number or any other number.
+    pub(super) figure: bool,
+    /// The kind of figure, where the question says.
+    pub(super) figure_kind: Option<FigureKind>,
+    /// A kind of fact by name, which an answer must hold to be one.
+    pub(super) wanted: Option<Wanted>,
+    /// A name: who, where, what something is called or its brand.
+    pub(super) name: bool,
+}
+
+impl Asks {
+    /// What `question` asks for by its words.
+    pub(super) fn in_words(question: &str) -> Asks {
+        Asks {
+            figure: asks_a_figure(question),
+            figure_kind: FigureKind::asked(question),
+            wanted: Wanted::in_question(question),
+            name: asks_a_name(question),
+        }
+    }
+}
+
+/// The kind of answer a question asks for, as the model names it with one word of
+/// [`Kind::WORDS`] under a grammar: the same in any language, where [`Asks::in_words`] reads
+/// only the question words of a few.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Date,
+    Time,
+    Amount,
+    Phone,
+    Number,
+    Email,
+    Name,
+    Keys,
+    /// Several things or people: no one fact an answer must hold.
+    List,
+    Other,
+}
+
+impl Kind {
+    /// The word the model replies for each kind, in the order of [`Kind::ALL`]; each starts
+    /// with a token of its own, for the odds of each to be read from the first. "day" and
+    /// "clock", not "date" and "time": offered "time", Qwen2.5-1.5B took "when?" and "a
+    /// month" for a time of day.
+    pub(super) const WORDS: [&'static str; 10] = [
+        "day", "clock", "amount", "phone", "number", "email", "name", "keys", "list", "other",
+    ];
+    const ALL: [Kind; 10] = [
+        Kind::Date,
+        Kind::Time,
+        Kind::Amount,
+        Kind::Phone,
+        Kind::Number,
+        Kind::Email,
+        Kind::Name,
+        Kind::Keys,
+        Kind::List,
+        Kind::Other,
+    ];
+
+    /// The kind of the `at`th word of [`Kind::WORDS`].
+    pub(super) fn at(at: usize) -> Option<Kind> {
+        Kind::ALL.get(at).copied()
+    }
+
+    /// The grammar of the reply: one of [`Kind::WORDS`].
+    pub(super) fn gbnf() -> String {
+        let words: Vec<String> = Kind::WORDS.iter().map(|w| format!("\"{w}\"")).collect();
+        format!("root ::= {}\n", words.join(" | "))
+    }
+
+    /// What a question of this kind asks for, as the checks read it.
+    pub(super) fn asks(self) -> Asks {
+        let figure = |kind| Asks {
+            figure: true,
+            figure_kind: kind,
+            ..Asks::default()
+        };
+        match self {
+            Kind::Date => figure(Some(FigureKind::Day)),
+            Kind::Time => Asks {
+                wanted: Some(Wanted::Time),
+                ..figure(Some(FigureKind::Time))
+            },
+            Kind::Amount => Asks {
+                wanted: Some(Wanted::Amount),
+                ..figure(Some(FigureKind::Amount))
+            },
+            Kind::Phone => Asks {
+                wanted: Some(Wanted::Phone),
+                ..figure(None)
+            },
+            Kind::Number => figure(None),
+            Kind::Email => Asks {
+                wanted: Some(Wanted::Email),
+                ..Asks::default()
+            },
+            Kind::Keys => Asks {
+                wanted: Some(Wanted::Keys),
+                ..Asks::default()
+            },
+            Kind::Name => Asks {
+                name: true,
+                ..Asks::default()
+            },
+            Kind::List | Kind::Other => Asks::default(),
+        }
+    }
+}
+
 /// A kind of fact a question asks for by name, which an answer must hold to be one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Wanted {

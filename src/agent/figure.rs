@@ -24,7 +24,7 @@ use regex::Regex;
 
 use self::claim::{claim_about, find_whole, sentence_with, whole_figure};
 use self::records::another_record_is_asked;
-use super::asks::{FigureKind, asks_a_figure, asks_a_name};
+use super::asks::{Asks, FigureKind};
 use super::side_step::SideStep;
 use super::{Agent, AgentError, StepRecord, step};
 use crate::engine::{ChatModel, Chosen, Completion};
@@ -103,10 +103,15 @@ impl FigureLine {
     /// The line to read an answer to `question` against, when it asks for a figure
     /// ([`FigureLine::find`]) or a name ([`FigureLine::find_name`]); `None` for any other
     /// question.
-    pub(super) fn checked(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
-        if asks_a_figure(question) {
-            FigureLine::find(question, answer, sources)
-        } else if asks_a_name(question) {
+    pub(super) fn checked(
+        question: &str,
+        asks: Asks,
+        answer: &str,
+        sources: &[Source],
+    ) -> Option<FigureLine> {
+        if asks.figure {
+            FigureLine::find(question, asks.figure_kind, answer, sources)
+        } else if asks.name {
             FigureLine::find_name(question, answer, sources)
         } else {
             None
@@ -114,12 +119,18 @@ impl FigureLine {
     }
 
     /// The first figure `answer` gives that `question` does not (a date the question names is
-    /// no answer to it), and the line of `sources` it stands in. Of several such lines, the
+    /// no answer to it), of the `kind` asked for where it says, and the line of `sources` it
+    /// stands in. Of several such lines, the
     /// one in a source the answer cites, then the one holding the figure itself (not only
     /// through its note's title, as a daily note's day), then the one sharing most search
     /// terms with the question. `None` when the answer gives no figure, or none stands in a
     /// line (it came from the conversation, or several lines together).
-    pub(super) fn find(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+    pub(super) fn find(
+        question: &str,
+        kind: Option<FigureKind>,
+        answer: &str,
+        sources: &[Source],
+    ) -> Option<FigureLine> {
         let cited = cited_numbers(answer);
         let answer = without_marks(answer);
         let asked = KnownFacts::new([question]);
@@ -134,7 +145,6 @@ impl FigureLine {
             })
             .collect();
         figures.sort_by_key(|(at, _)| *at);
-        let kind = FigureKind::asked(question);
         let figure = figures
             .iter()
             .find(|(at, fact)| Some(FigureKind::of(fact, &answer[*at..])) == kind)
@@ -160,7 +170,7 @@ impl FigureLine {
         })
     }
 
-    /// The name `answer` gives to a question asking for one ([`asks_a_name`]) that the
+    /// The name `answer` gives to a question asking for one ([`Asks::name`]) that the
     /// question does not, and the line of `sources` it stands in, ranked as for a figure:
     /// "厨房水槽是欧派的" took the brand of the cabinets' line. The name is the first that
     /// a line holds, of the words written with a capital (`crate::facts::names_in`) and,

@@ -46,6 +46,7 @@ mod grounded;
 mod named;
 mod own_words;
 mod pointed;
+mod question_kind;
 mod retrieve;
 mod side_step;
 mod subject;
@@ -68,9 +69,11 @@ use crate::tool::ToolHost;
 use crate::vault::VaultTools;
 
 use answer::{Answered, Asked, Reading, quote_sources};
+use asks::Asks;
 pub use calls::{ApproveAll, Approver, RefuseAll};
 use gate::HoldBack;
 pub use grounded::AnswerCheck;
+pub use question_kind::{KIND_SYSTEM, KIND_WORDS, QuestionKind};
 
 /// The agent's standing instructions (the system message).
 pub const SYSTEM_PROMPT: &str = include_str!("../../prompts/agent/system.txt");
@@ -108,6 +111,8 @@ pub struct AgentOptions {
     pub today: NaiveDate,
     /// How an answer the sources hold is told from one the model made up.
     pub answer_check: AnswerCheck,
+    /// How what a question asks for (a figure, a name, an address) is read.
+    pub question_kind: QuestionKind,
 }
 
 impl Default for AgentOptions {
@@ -122,6 +127,7 @@ impl Default for AgentOptions {
             cancel: CancellationToken::new(),
             today: obsidian_kb::dates::today(),
             answer_check: AnswerCheck::Rules,
+            question_kind: QuestionKind::Words,
         }
     }
 }
@@ -314,8 +320,10 @@ impl<M: ChatModel + ?Sized, H: ToolHost> Agent<'_, M, H> {
             someone: gathered.someone.clone(),
             named: self.names_in_vault(question),
             language: None,
+            asks: Asks::default(),
         };
         asked.language = question_language(asked.meant(), gathered.sources.list());
+        asked.asks = self.asks(asked.meant())?;
         let asked = &asked;
 
         // Answer first: the passages usually hold the answer, and a decision step costs a

@@ -16,8 +16,14 @@ use crate::support::{self, Adds};
 
 /// What `answer` adds to `question` ([`OwnWords::adds`]), `asked` the instruction it stands
 /// in: for an answer judged once.
-pub(super) fn adds_own(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
-    OwnWords::new(question, asked, sources).adds(answer)
+pub(super) fn adds_own(
+    question: &str,
+    wanted: Option<Wanted>,
+    asked: &str,
+    answer: &str,
+    sources: &[Source],
+) -> Adds {
+    OwnWords::new(question, wanted, asked, sources).adds(answer)
 }
 
 /// What an answer must add to a question to be one, read from the question, the instruction
@@ -34,8 +40,14 @@ pub(super) struct OwnWords<'a> {
 }
 
 impl<'a> OwnWords<'a> {
-    pub(super) fn new(question: &'a str, asked: &str, sources: &'a [Source]) -> OwnWords<'a> {
-        let wanted = Wanted::in_question(question);
+    /// What an answer to `question` must add, asked in the instruction `asked`, when the
+    /// question asks for the kind of fact `wanted` by name.
+    pub(super) fn new(
+        question: &'a str,
+        wanted: Option<Wanted>,
+        asked: &str,
+        sources: &'a [Source],
+    ) -> OwnWords<'a> {
         let subjects = subject_titles(question, sources);
         OwnWords {
             question,
@@ -165,6 +177,17 @@ fn is_spaced_letter(c: char) -> bool {
 mod tests {
     use super::*;
 
+    /// What `answer` adds, the kind of fact wanted read from the question's words.
+    fn adds_read(question: &str, asked: &str, answer: &str, sources: &[Source]) -> Adds {
+        adds_own(
+            question,
+            Wanted::in_question(question),
+            asked,
+            answer,
+            sources,
+        )
+    }
+
     #[test]
     fn the_rest_of_a_name_the_question_gives_in_part_is_no_word_of_the_answer_s_own() {
         let source = |title: &str| Source {
@@ -179,7 +202,7 @@ mod tests {
         let sources = [source("Ravi Mehta"), source("Anna Berg")];
         let question = "Ravi's phone number?";
         let asked = format!("Answer from the numbered sources: {question}");
-        let adds = |answer: &str| adds_own(question, &asked, answer, &sources);
+        let adds = |answer: &str| adds_read(question, &asked, answer, &sources);
         assert_eq!(
             adds("The phone number of Ravi Mehta is [1]."),
             Adds::Nothing
@@ -194,7 +217,7 @@ mod tests {
             Adds::Nothing
         );
         let question = "What's Paolo's email?";
-        let paolo = |answer: &str| adds_own(question, &asked, answer, &sources);
+        let paolo = |answer: &str| adds_read(question, &asked, answer, &sources);
         assert_eq!(
             paolo("Paolo's email is +31 6 2290 1184. [1]"),
             Adds::Nothing
@@ -213,11 +236,11 @@ mod tests {
             ..sources[0].clone()
         }];
         assert_eq!(
-            adds_own(question, &asked, "It is paolo@ferri.it [2].", &with_paolo),
+            adds_read(question, &asked, "It is paolo@ferri.it [2].", &with_paolo),
             Adds::Something
         );
         // Asked about nobody by name ("her"), an address must still stand in some source.
-        let hers = |answer: &str| adds_own("What's her email?", &asked, answer, &with_paolo);
+        let hers = |answer: &str| adds_read("What's her email?", &asked, answer, &with_paolo);
         assert_eq!(hers("Her email is paolo@ferri.it [2]."), Adds::Something);
         assert_eq!(hers("Her email is bettyt@example.com [2]."), Adds::Nothing);
         // Asked for no address, none is wanted.
@@ -225,14 +248,14 @@ mod tests {
             text: "3 May: emailed Lena about the booking form".to_string(),
             ..sources[0].clone()
         }];
-        let emailed = |answer: &str| adds_own("Did I email Lena in May?", &asked, answer, &lena);
+        let emailed = |answer: &str| adds_read("Did I email Lena in May?", &asked, answer, &lena);
         assert_eq!(
             emailed("Yes, on 3 May about the booking form [1]."),
             Adds::Something
         );
         // Asked how many or how much, an answer without a count or an amount is none.
         let count = |answer: &str| {
-            adds_own(
+            adds_read(
                 "How many supporter licenses were sold?",
                 &asked,
                 answer,
@@ -251,7 +274,7 @@ mod tests {
             assert_eq!(count(answer), Adds::Something, "{answer}");
         }
         // A title the question does not name is words of the answer's own.
-        let who = |answer: &str| adds_own("Who is Ravi?", &asked, answer, &sources);
+        let who = |answer: &str| adds_read("Who is Ravi?", &asked, answer, &sources);
         assert_eq!(who("Ravi Mehta [1]."), Adds::Nothing);
         assert_eq!(who("Anna Berg's mentor [2]."), Adds::Something);
         assert_eq!(
@@ -274,7 +297,7 @@ mod tests {
         let sources = [source];
         let asked = |question: &str| format!("Answer from the numbered sources: {question}");
         let adds =
-            |question: &str, answer: &str| adds_own(question, &asked(question), answer, &sources);
+            |question: &str, answer: &str| adds_read(question, &asked(question), answer, &sources);
         // Asked whether, a bare no is a verdict.
         let did = "Did I rate Import from Evernote?";
         assert_eq!(adds(did, "No, I did not rate it [1]."), Adds::VerdictOnly);
@@ -309,7 +332,7 @@ mod tests {
             text: "email: seb@example.org".to_string(),
             passage: String::new(),
         }];
-        let own = OwnWords::new(question, &asked, &sebastian);
+        let own = OwnWords::new(question, Wanted::in_question(question), &asked, &sebastian);
         let mut hold = Restating::new(Some(&own));
         let mut shown = String::new();
         for token in tokens {

@@ -7,7 +7,7 @@ use crate::common;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use recall::agent::{Agent, AgentError, AgentOptions, AnswerCheck, RefuseAll, Turn};
+use recall::agent::{Agent, AgentError, AgentOptions, AnswerCheck, QuestionKind, RefuseAll, Turn};
 use recall::config::{self, ServerSpec};
 use recall::engine::CancellationToken;
 use recall::engine::scripted::ScriptedModel;
@@ -1762,6 +1762,56 @@ fn a_figure_from_a_line_about_something_else_is_no_answer() {
         ["retrieve", "answer", "check"]
     );
     assert_eq!(cited_uris(&turn), ["note://People/Lotte Smit"]);
+}
+
+/// Read by the model (`--question-kind model`), what a question asks for needs no question
+/// word Recall knows: asked in German for a phone number, the model names the kind first,
+/// and a number from a line about somebody else is no answer, as in English.
+#[test]
+fn the_model_reads_what_a_question_in_any_language_asks_for() {
+    let (_dir, vault) = temp_vault(&[(
+        "Wohnung.md",
+        "# Wohnung\n\n## Vermieter\nHenk de Vries\n- Telefonnummer: 06 4410 2287\n",
+    )]);
+    let rig = rig(&vault);
+    // No noun past the first word: a German noun's capital reads as a name no source holds.
+    let invented = "Sie ist unter 06 4410 2287 erreichbar [1].";
+    let mut model = ScriptedModel::new(
+        [
+            "phone",
+            invented,
+            "no",
+            "Die Notizen sagen nichts dazu.",
+            "Die Notizen sagen nichts dazu.",
+        ],
+        8192,
+    );
+    let options = AgentOptions {
+        question_kind: QuestionKind::Model,
+        ..AgentOptions::default()
+    };
+    let question = "Wie lautet die Telefonnummer meiner Physiotherapeutin?";
+    let (turn, _) = rig.ask(&mut model, options, question);
+    assert!(
+        model.prompts[0].contains("kind of answer") && model.prompts[0].contains(question),
+        "{}",
+        model.prompts[0]
+    );
+    let kinds = model.constraints[0].as_ref().map(|c| c.gbnf.as_str());
+    assert!(kinds.is_some_and(|g| g.contains("\"phone\"") && g.contains("\"other\"")));
+    assert!(
+        model.prompts[2]
+            .contains("Wohnung › Vermieter:\nHenk de Vries\n- Telefonnummer: 06 4410 2287"),
+        "{}",
+        model.prompts[2]
+    );
+    assert!(
+        turn.steps
+            .iter()
+            .any(|s| s.kind == "check" && s.output == "no")
+    );
+    assert!(!turn.answer.contains(invented), "{}", turn.answer);
+    assert!(turn.citations.iter().all(|c| !c.cited));
 }
 
 /// A question in Chinese names whom it asks about by a note's title or alias, which no

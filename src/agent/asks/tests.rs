@@ -179,3 +179,37 @@ fn the_kind_of_figure_asked_and_given_is_told() {
         assert_eq!(FigureKind::of(figure, after), kind, "{figure}");
     }
 }
+
+#[test]
+fn each_kind_the_model_names_asks_what_its_question_words_ask() {
+    for (kind, question) in [
+        (Kind::Date, "When is Ruth's birthday?"),
+        (Kind::Time, "What time was the hearing test?"),
+        (Kind::Amount, "How many pages has the book?"),
+        (Kind::Phone, "What's my physio's phone number?"),
+        (Kind::Number, "flight number for the trip back"),
+        (Kind::Email, "What's Lena's email address?"),
+        (Kind::Name, "Who fixed the boiler?"),
+        (Kind::Keys, "Hotkey to close every open tab?"),
+        (Kind::List, "Which books did I lend out?"),
+        (Kind::Other, "How do I undo that?"),
+    ] {
+        assert_eq!(
+            kind.asks(),
+            Asks::in_words(question),
+            "{kind:?}: {question}"
+        );
+    }
+}
+
+#[test]
+fn the_model_may_reply_each_kind_and_nothing_else() {
+    let gbnf = Kind::gbnf();
+    assert!(gbnf.starts_with("root ::= \"day\" | "), "{gbnf}");
+    for (at, word) in Kind::WORDS.iter().enumerate() {
+        assert!(gbnf.contains(&format!("\"{word}\"")), "{word}");
+        assert!(Kind::at(at).is_some(), "{word}");
+    }
+    assert_eq!(gbnf.matches('|').count(), Kind::WORDS.len() - 1);
+    assert_eq!(Kind::at(Kind::WORDS.len()), None);
+}

@@ -3,6 +3,16 @@
 use super::records::record_label;
 use super::*;
 
+/// The line an answer's figure stands in, the kind of figure read from the question's words.
+fn find(question: &str, answer: &str, sources: &[Source]) -> Option<FigureLine> {
+    FigureLine::find(
+        question,
+        Asks::in_words(question).figure_kind,
+        answer,
+        sources,
+    )
+}
+
 fn source(number: usize, title: &str, passage: &str) -> Source {
     Source {
         number,
@@ -29,7 +39,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
             "## Landlord\n- phone: 06 4410 2287\n## Notes\n- 21 March 2025 plumber fixed the tap",
         ),
     ];
-    let found = FigureLine::find(
+    let found = find(
         "How much did the plumber charge?",
         "The plumber charged €14,750 [1].",
         &sources,
@@ -39,7 +49,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     assert_eq!(found.place, "Kitchen Renovation › Costs");
     assert_eq!(found.shown(), "Quote from Smit: €14,750 incl. VAT.");
 
-    let found = FigureLine::find(
+    let found = find(
         "What's my physio's phone number?",
         "It is 06 4410 2287.",
         &sources,
@@ -60,7 +70,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
             "## 数据\n- 关注数:: 312 （5月6号）\n- 关注数:: 1046 （10月19号）",
         ),
     ];
-    let found = FigureLine::find(
+    let found = find(
         "公众号现在有多少人关注了？",
         "公众号现在有1046人关注了。[2]",
         &sources,
@@ -68,7 +78,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
     .expect("a figure in a line");
     assert_eq!(found.place, "几何小屋公众号 › 数据");
     assert_eq!(found.line, "- 关注数:: 1046 （10月19号）");
-    let found = FigureLine::find(
+    let found = find(
         "公众号现在有多少人关注了？",
         "公众号现在有1046人关注了。[1]",
         &sources,
@@ -82,7 +92,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
         "2022-01-05",
         "## Money spent\nbought:: cake\npaid:: 7.99$\n\nbought:: jacket\npaid:: 99$",
     );
-    let found = FigureLine::find(
+    let found = find(
         "How much did I pay for the jacket?",
         "The jacket cost 99 dollars [3].",
         &[day],
@@ -97,7 +107,7 @@ fn the_line_a_figure_stands_in_is_found_under_its_heading() {
         "Workshop roof",
         "## Quotes\n| Who | Price |\n|---|---|\n| Pádraig Coyne | €3,850 |\n| Cathal Flaherty | €4,250 |",
     );
-    let found = FigureLine::find(
+    let found = find(
         "how much did the other roofer want, cathal",
         "The other roofer wanted €4,250 [4].",
         &[quotes],
@@ -139,7 +149,7 @@ fn a_day_from_a_notes_title_is_checked_on_the_line_that_bears_on_the_question() 
         "2025-02-14",
         "Work was long.\nValentine's dinner with Ruth at Héron.\nWalked home.",
     )];
-    let found = FigureLine::find(
+    let found = find(
         "When is Ruth's birthday?",
         "Ruth's birthday is on February 14, 2025. [1]",
         &sources,
@@ -155,7 +165,7 @@ fn a_day_from_a_notes_title_is_checked_on_the_line_that_bears_on_the_question() 
 fn a_figure_the_question_gives_or_no_line_holds_is_not_checked() {
     let sources = [source(1, "2022-03-03", "Did 5 situps and 20 pushups.")];
     // The day is the question's; the count of pushups is the answer's figure.
-    let found = FigureLine::find(
+    let found = find(
         "How many pushups did I do on 3 March 2022?",
         "On 3 March 2022 you did 20 pushups [1].",
         &sources,
@@ -163,7 +173,7 @@ fn a_figure_the_question_gives_or_no_line_holds_is_not_checked() {
     .expect("the count");
     assert_eq!(found.figure, "20");
     assert_eq!(
-        FigureLine::find(
+        find(
             "How many situps on 3 March 2022?",
             "On 3 March 2022.",
             &sources
@@ -171,7 +181,7 @@ fn a_figure_the_question_gives_or_no_line_holds_is_not_checked() {
         None
     );
     assert_eq!(
-        FigureLine::find("How many pushups?", "You did 35 pushups [1].", &sources),
+        find("How many pushups?", "You did 35 pushups [1].", &sources),
         None
     );
 }
@@ -234,7 +244,7 @@ fn the_figure_checked_is_the_first_of_the_kind_asked() {
         "## Allowance\n- form posted 3 March 2025\n- attendance allowance: £72.65 a week\n- assessor came at 14:30 on 2025-04-02",
     )];
     let answer = "The form went off on 3 March 2025; she gets £72.65 a week [1].";
-    let found = FigureLine::find(
+    let found = find(
         "How much attendance allowance does mum get a week?",
         answer,
         &sources,
@@ -245,9 +255,9 @@ fn the_figure_checked_is_the_first_of_the_kind_asked() {
         found.shown(),
         "- form posted 3 March 2025\n- attendance allowance: £72.65 a week"
     );
-    let found = FigureLine::find("When did I post mum's form?", answer, &sources).expect("the day");
+    let found = find("When did I post mum's form?", answer, &sources).expect("the day");
     assert_eq!(found.figure, "3 March 2025");
-    let found = FigureLine::find(
+    let found = find(
         "What time did the assessor come?",
         "On 2025-04-02 at 14:30 [1].",
         &sources,
@@ -255,7 +265,7 @@ fn the_figure_checked_is_the_first_of_the_kind_asked() {
     .expect("the time");
     assert_eq!(found.figure, "14:30");
     // A question that names no kind checks the answer's first figure, as written first.
-    let found = FigureLine::find(
+    let found = find(
         "What's my physio's phone number?",
         "£72.65, posted 3 March 2025 [1].",
         &sources,
@@ -273,7 +283,7 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
          - collected the turkey from Mannion's butchers — €78\nbought:: jacket\npaid:: 99$\n\
          - 车险 续了，平安\n- 总共花了 30399，超预算 1899",
     );
-    let found = FigureLine::find(
+    let found = find(
         "what did the christmas pudding cost",
         "The Christmas pudding cost €78 [1].",
         std::slice::from_ref(&day),
@@ -283,14 +293,14 @@ fn a_line_that_says_enough_is_read_without_the_line_before() {
         found.shown(),
         "- collected the turkey from Mannion's butchers — €78"
     );
-    let found = FigureLine::find(
+    let found = find(
         "How much was the jacket?",
         "99$ [1].",
         std::slice::from_ref(&day),
     )
     .expect("the line");
     assert_eq!(found.shown(), "bought:: jacket\npaid:: 99$");
-    let found = FigureLine::find("总共花了多少", "花了30399元。", &[day]).expect("the line");
+    let found = find("总共花了多少", "花了30399元。", &[day]).expect("the line");
     assert_eq!(
         found.shown(),
         "- 车险 续了，平安\n- 总共花了 30399，超预算 1899"
@@ -466,14 +476,14 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "Camino Portugués 2023",
         "## Flights\n- OUT: Sun 10 Sept, Dublin → Porto, Ryanair FR 7262, dep 06:40.\n- BACK: flight home from Lisbon, Wed 20 Sept — Orla booked it",
     )];
-    let home = FigureLine::find(
+    let home = find(
         "flight number for the journey home from lisbon",
         "The flight home from Lisbon is FR 7262. [1]",
         &flights,
     )
     .expect("a figure in a line");
     assert_eq!(home.no_answer, other_item);
-    let out = FigureLine::find(
+    let out = find(
         "flight number for the flight out to porto",
         "FR 7262 [1]",
         &flights,
@@ -486,7 +496,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "2023-08-15 Cian orthodontist",
         "- braces fitted, upper + lower, metal\n- total treatment €4,200, approx 18–24 months",
     )];
-    let total = FigureLine::find(
+    let total = find(
         "how much are cian's braces costing altogether",
         "€4,200 [1]",
         &braces,
@@ -499,7 +509,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "Nuala Ward",
         "- fee this year €650 (was €600)\n- meeting: [[2023-05-10 Nuala tax return]]",
     )];
-    let fee = FigureLine::find(
+    let fee = find(
         "What does Nuala charge me for doing the tax return?",
         "Nuala charges €650 [1].",
         &nuala,
@@ -512,7 +522,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
         "Bathroom renovation",
         "| Who | What | Quote |\n|---|---|---|\n| Dave Pritchard | strip out, plumbing, fit suite | £4,850 |\n| Hallam Bathrooms | full job inc tiling | £6,200 |",
     )];
-    let plumber = FigureLine::find(
+    let plumber = find(
         "How much was I quoted by the plumber for the bathroom?",
         "The plumber quoted £4,850 [1].",
         &quotes,
@@ -554,7 +564,7 @@ fn a_figure_or_name_from_another_item_than_the_one_naming_what_is_asked_is_no_an
     assert_eq!(record_label("|  | £6,200 |"), None);
     // A line of its own, no list: nothing to compare.
     let alone = [source(1, "Budget", "The sink cost ¥860 in the end.")];
-    let sink = FigureLine::find("how much was the kitchen sink", "¥860 [1]", &alone)
-        .expect("a figure in a line");
+    let sink =
+        find("how much was the kitchen sink", "¥860 [1]", &alone).expect("a figure in a line");
     assert_eq!(sink.no_answer, None);
 }
