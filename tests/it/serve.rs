@@ -204,10 +204,12 @@ fn the_openai_sdk_and_curl_get_cited_answers_streamed_and_whole() {
     assert_eq!(stderr.matches(": answered in ").count(), 3, "{stderr}");
 }
 
-/// A question that keeps the test model writing a while (see `cli.rs`).
+/// A question that keeps the test model writing a while (see `cli.rs`), streamed from its first
+/// words: it asks no name or figure, whose answer is withheld until it is checked ("where it
+/// is" asks a name).
 pub const LONG_QUESTION: &str = "Explain in detail what my notes say about mitosis, meiosis, the \
-    cell cycle and the biology midterm: when and where it is, which chapters it covers, and how \
-    to prepare for it, step by step.";
+    cell cycle and the biology midterm: which chapters it covers and how to prepare for it, \
+    step by step.";
 
 #[test]
 fn a_client_that_hangs_up_mid_answer_stops_its_turn_and_the_next_is_answered() {
