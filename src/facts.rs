@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use chrono::{Month, Weekday};
+use chrono::{Locale, NaiveDate, Weekday};
 use obsidian_kb::search::{is_cjk, is_stop_word};
 use regex::Regex;
 
@@ -62,6 +62,30 @@ static DECIMAL_COMMA: LazyLock<Regex> =
 static DOT_THOUSANDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\d{1,3}(?:\.\d{3})+$").expect("valid regex"));
 
+/// A day, month and year written with dots, as much of Europe writes a date: `14.03.2025`.
+static DOTTED_DATE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\d{1,2})\.(\d{1,2})\.(\d{4})$").expect("valid regex"));
+
+/// A day and month written with dots, before the dot that ends it (`12.07.` in "Sa 12.07. –
+/// Sa 19.07.2025"): a date without its year.
+static DOTTED_DAY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\d{1,2})\.(\d{1,2})$").expect("valid regex"));
+
+/// The day, month and year (if any) a [`DOTTED_DATE`] or [`DOTTED_DAY`] match writes, without
+/// their leading zeros, when they make a day of the calendar.
+fn day_parts(date: &regex::Captures) -> Option<Vec<String>> {
+    let number = |at: usize| date.get(at).and_then(|m| m.as_str().parse::<u32>().ok());
+    let (day, month) = (number(1)?, number(2)?);
+    // A leap year, for the 29th of February without one.
+    let year = date
+        .get(3)
+        .map_or(Some(2000), |_| number(3).map(|y| y as i32))?;
+    NaiveDate::from_ymd_opt(year, month, day)?;
+    let mut parts = vec![day.to_string(), month.to_string()];
+    parts.extend(date.get(3).map(|y| y.as_str().to_string()));
+    Some(parts)
+}
+
 /// Two modifiers for two systems before one combination: `Cmd/Ctrl+Shift+F`.
 static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -70,33 +94,94 @@ static EITHER_MODIFIER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// A date written with its month's name, its year or not: `May 11, 2021`, `11 May 2021`,
-/// `1 May`, `the 3rd of March`.
-static NAMED_DATE: LazyLock<Regex> = LazyLock::new(|| {
-    // Each month whole or short: "deadline 1" is no date to pass over "1 May" for.
-    let months: Vec<String> = MONTH_NAMES
+/// The languages whose names of months and weekdays a date may be written with: those of
+/// Recall's own lines written in Latin script (`prompts/lines.json`), as chrono's locale data
+/// (`unstable-locales`) names them.
+const CALENDAR_LOCALES: [Locale; 4] = [Locale::en_US, Locale::de_DE, Locale::fr_FR, Locale::es_ES];
+
+/// A name of a month, whole or short, as one of [`CALENDAR_LOCALES`] writes it.
+struct MonthName {
+    /// Lowercase, without a full stop: `march`, `mär`, `févr`.
+    name: String,
+    /// 1 to 12.
+    number: u32,
+    /// Whether it is a date without a year only when written with a capital: unless some
+    /// language writes it so as its month's whole name (`mars`, `mayo`), it is a word of
+    /// its own as often ("10 may be", Spanish's short `may`).
+    needs_capital: bool,
+}
+
+/// Every month's names in every language of [`CALENDAR_LOCALES`], whole and short.
+static MONTH_NAMES: LazyLock<Vec<MonthName>> = LazyLock::new(|| {
+    let mut names: Vec<MonthName> = Vec::new();
+    for locale in CALENDAR_LOCALES {
+        for number in 1..=12 {
+            let first = NaiveDate::from_ymd_opt(2000, number, 1).expect("a first of each month");
+            for format in ["%B", "%b"] {
+                let written = first.format_localized(format, locale).to_string();
+                let written = written.trim_end_matches('.');
+                let name = written.to_lowercase();
+                let needs_capital = format == "%b" || written.starts_with(char::is_uppercase);
+                match names
+                    .iter_mut()
+                    .find(|m| m.name == name && m.number == number)
+                {
+                    Some(known) => known.needs_capital &= needs_capital,
+                    None => names.push(MonthName {
+                        name,
+                        number,
+                        needs_capital,
+                    }),
+                }
+            }
+        }
+    }
+    names
+});
+
+/// Every weekday's whole name in every language of [`CALENDAR_LOCALES`], lowercase. Not
+/// their short names: French writes Saturday `sam.`, Spanish Sunday `dom`.
+static WEEKDAY_NAMES: LazyLock<HashSet<String>> = LazyLock::new(|| {
+    let monday = NaiveDate::from_ymd_opt(2000, 1, 3).expect("a Monday");
+    CALENDAR_LOCALES
         .iter()
-        .map(|month| format!("{month}|{}", &month[..3]))
-        .chain(["sept".to_string()])
-        .collect();
+        .flat_map(|locale| {
+            monday.iter_days().take(7).map(move |day| {
+                day.format_localized("%A", *locale)
+                    .to_string()
+                    .to_lowercase()
+            })
+        })
+        .collect()
+});
+
+/// A date written with its month's name, its year or not: `May 11, 2021`, `11 May 2021`,
+/// `1 May`, `the 3rd of March`, `14. März`, `3 mars 2025`.
+static NAMED_DATE: LazyLock<Regex> = LazyLock::new(|| {
+    // Each month whole or short, longest first: "deadline 1" is no date to pass over "1 May"
+    // for.
+    let mut months: Vec<String> = MONTH_NAMES.iter().map(|m| regex::escape(&m.name)).collect();
+    months.sort_by_key(|name| std::cmp::Reverse(name.len()));
+    months.dedup();
     let month = format!("(?:{})", months.join("|"));
     Regex::new(&format!(
-        r"(?i)\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({month})\b\.?|({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}})\b)?"
+        r"(?i)\b(?:(\d{{1,2}})(?:st|nd|rd|th|\.)?\s+(?:of\s+)?({month})\b\.?|({month})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}})\b)?"
     ))
     .expect("valid regex")
 });
 
 /// The day, month and (when written) year of a [`NAMED_DATE`] match as numbers, sorted (the
 /// form of [`KnownFacts::dates`]); `None` without a year when its month is not written with
-/// a capital ("10 may be").
+/// the capital its language gives it ("10 may be").
 fn named_date(date: &regex::Captures) -> Option<Vec<String>> {
     let day = date.get(1).or(date.get(4)).map_or("", |m| m.as_str());
     let month = date.get(2).or(date.get(3)).map_or("", |m| m.as_str());
     let year = date.get(5).map(|m| m.as_str());
-    if year.is_none() && !month.starts_with(char::is_uppercase) {
+    let name = month_name(month)?;
+    if year.is_none() && name.needs_capital && !month.starts_with(char::is_uppercase) {
         return None;
     }
-    let number = month_number(month)?;
+    let number = name.number;
     let mut parts = vec![day.trim_start_matches('0').to_string(), number.to_string()];
     parts.extend(year.map(str::to_string));
     parts.sort();
@@ -135,14 +220,12 @@ pub fn writes_date(text: &str) -> bool {
     !dates_in(text).is_empty()
 }
 
-/// The number of the month `word` names in English, whole or short (`Sep`, `Sept`).
-fn month_number(word: &str) -> Option<usize> {
-    let word = word.to_lowercase();
-    let number = MONTH_NAMES
-        .iter()
-        .position(|month| word == *month || word == month[..3])
-        .or((word == "sept").then_some(8))?;
-    Some(number + 1)
+/// The month `word` names, whole or short (`Sep`, `Mär`, `févr.`), in any language of
+/// [`CALENDAR_LOCALES`]; of two months of that name (none now), the first.
+fn month_name(word: &str) -> Option<&'static MonthName> {
+    let word = word.trim_end_matches('.').to_lowercase();
+    let word = word.as_str();
+    MONTH_NAMES.iter().find(|month| month.name == word)
 }
 
 /// The parts of a date without its year (a four-digit part), sorted: what a date written
@@ -154,21 +237,6 @@ fn without_year(parts: &[String]) -> Option<Vec<String>> {
     rest.sort();
     (rest.len() == 2).then_some(rest)
 }
-
-const MONTH_NAMES: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 /// What the model was given, read for the facts it holds.
 pub struct KnownFacts {
@@ -210,6 +278,16 @@ impl KnownFacts {
             for found in FACT.find_iter(text) {
                 if DOT_THOUSANDS.is_match(found.as_str()) {
                     numbers.insert(found.as_str().replace('.', ""));
+                }
+                let ends_day = text[found.end()..].starts_with('.');
+                if let Some(mut parts) = DOTTED_DAY
+                    .captures(found.as_str())
+                    .filter(|_| ends_day)
+                    .and_then(|day| day_parts(&day))
+                {
+                    parts.sort();
+                    yearless.insert(parts.clone());
+                    dates.insert(parts);
                 }
                 if let Fact::Number { whole, mut parts } = Fact::read(found.as_str()) {
                     numbers.insert(whole);
@@ -512,10 +590,14 @@ const CLOSING: &[char] = &['"', '\'', '”', '’', '」', '』', ')', '*', '_']
 
 /// Whether `word`, written with a capital, may be a name: not a stop word of any language
 /// Recall reads ([`is_stop_word`]: a question word, a pronoun, an article; "I'm" by its "I"),
-/// nor a month's or a weekday's name (a date, not whom it is about).
+/// nor a month's or a weekday's name in any of them (a date, not whom it is about; short
+/// weekday names in English only, `Sat`).
 pub fn may_be_a_name(word: &str) -> bool {
     let word = word.split(['\'', '’']).next().unwrap_or(word);
-    !is_stop_word(word) && word.parse::<Month>().is_err() && word.parse::<Weekday>().is_err()
+    !is_stop_word(word)
+        && month_name(word).is_none()
+        && !WEEKDAY_NAMES.contains(&word.to_lowercase())
+        && word.parse::<Weekday>().is_err()
 }
 
 /// Where `text` names someone or something: each word written with a capital past the first
@@ -654,6 +736,15 @@ impl Fact {
     fn read(found: &str) -> Fact {
         if !found.starts_with(|c: char| c.is_ascii_digit()) {
             return Fact::Keys(squeeze_keys(found));
+        }
+        if let Some(parts) = DOTTED_DATE
+            .captures(found)
+            .and_then(|date| day_parts(&date))
+        {
+            return Fact::Number {
+                whole: parts.join("."),
+                parts,
+            };
         }
         let plain = THOUSANDS.replace_all(found, "$1$2");
         let plain = THOUSANDS.replace_all(&plain, "$1$2");

@@ -386,3 +386,39 @@ fn a_stream_can_tell_where_a_fact_may_begin() {
     assert_eq!(first_fact("It runs on Windows 7.", true), Some(11));
     assert_eq!(unfinished_fact("It runs on Windows "), Some(11));
 }
+
+#[test]
+fn dates_in_german_french_and_spanish_are_read_as_dates() {
+    // A month named in another language, and a day and month written with dots.
+    let given = known(&[
+        "Tagebuch › 2025-03-15\nTheorieprüfung gestern bestanden (Fr, 14. März)",
+        "Urlaub: Sa 12.07. – Sa 19.07.2025",
+        "Journal › rendez-vous le 3 mars 2025",
+    ]);
+    for answer in [
+        "Am 14.03.2025 [1].",
+        "Am 14. März 2025 [1].",
+        "Wir sind am 12.07.2025 gefahren [2].",
+        "Le 3 mars [3].",
+        "Le 03.03.2025 [3].",
+    ] {
+        assert!(given.unsupported(answer, true).is_empty(), "{answer}");
+    }
+    assert_eq!(
+        given.unsupported("Am 15.04.2025 [1].", true),
+        ["15.04.2025"]
+    );
+    assert_eq!(
+        given.unsupported("Am 13. März 2025 [1].", true),
+        ["13. März 2025"]
+    );
+    assert_eq!(given.unsupported("Le 4 mars [3].", true), ["4 mars"]);
+    // Not a day of the calendar: a number as written.
+    assert_eq!(
+        given.unsupported("Version 31.13.2025.", true),
+        ["31.13.2025"]
+    );
+    // A month or a weekday in any of those languages is no name.
+    assert!(names_in("Bis Dienstag, sagte sie, im März.").is_empty());
+    assert_eq!(names_in("Wir trafen Marc im Juni."), ["Marc"]);
+}
